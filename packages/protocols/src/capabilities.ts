@@ -1,0 +1,21 @@
+/**
+ * What a provider's broker can do. The conformance suite reads these to choose test groups and
+ * prints what it did not run and why. A capability describes a documented limit of the broker; it
+ * never switches an assertion off.
+ */
+export interface ProviderCapabilities {
+  /** Honours `priority` on publish when the subscription declares `maxPriority`. */
+  readonly priorities: boolean;
+  /** Shape of the delay between retry attempts. */
+  readonly retryDelay: "exponential" | "fixed";
+  /** Smallest delay the broker can schedule reliably, in ms. */
+  readonly delayGranularityMs: number;
+  /** Per-queue FIFO with a single active consumer when `ordering: "fifo"`. */
+  readonly fifo: boolean;
+  /** FIFO per message group (`groupBy` body field) with groups processed concurrently. */
+  readonly messageGroups: boolean;
+  /** Messages survive a restart of the process/broker. */
+  readonly durable: boolean;
+  /** Largest accepted encoded message (body + headers), in bytes. */
+  readonly maxMessageBytes: number;
+}

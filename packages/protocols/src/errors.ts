@@ -1,0 +1,115 @@
+/** Every error Factflow raises on purpose has one of these codes. */
+export type FactflowErrorCode =
+  | "config_invalid"
+  | "provider_error"
+  | "provider_closed"
+  | "provider_not_connected"
+  | "invalid_destination"
+  | "invalid_message"
+  | "message_too_large"
+  | "pipeline_error"
+  | "adapter_failed"
+  | "unknown_adapter"
+  | "too_many_executions"
+  | "execution_not_found"
+  | "config_not_found"
+  | "not_found"
+  | "invalid_argument"
+  | "storage_key_invalid"
+  | "storage_error"
+  | "lineage_error"
+  | "cancelled";
+
+export interface FactflowErrorOptions {
+  cause?: unknown;
+  retryable?: boolean;
+}
+
+/**
+ * The base of every deliberate Factflow error. `code` is stable and machine readable; `message`
+ * says what failed and how to fix it, and never contains secrets.
+ */
+export class FactflowError extends Error {
+  override readonly name: string = "FactflowError";
+  readonly code: FactflowErrorCode;
+  readonly retryable: boolean;
+
+  constructor(code: FactflowErrorCode, message: string, options: FactflowErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** One problem found in a config, located by its path (and line, when it came from YAML). */
+export interface ConfigIssue {
+  /** Dotted path, e.g. `routes.parse.adapters[1].type`. */
+  readonly path: string;
+  readonly message: string;
+  /** 1-based line in the YAML source, when known. */
+  readonly line?: number;
+}
+
+/** A config (pipeline, settings, provider) is invalid. Carries every issue found, not just the first. */
+export class ConfigError extends FactflowError {
+  override readonly name = "ConfigError";
+  readonly issues: readonly ConfigIssue[];
+
+  constructor(subject: string, issues: readonly ConfigIssue[], options: FactflowErrorOptions = {}) {
+    const lines = issues.map(
+      (i) => `  - ${i.path}${i.line === undefined ? "" : ` (line ${i.line})`}: ${i.message}`,
+    );
+    super("config_invalid", `${subject} is invalid:\n${lines.join("\n")}`, options);
+    this.issues = issues;
+  }
+}
+
+/** Why a provider call failed, independent of the broker. */
+export type ProviderErrorReason =
+  | "connection"
+  | "authentication"
+  | "authorization"
+  | "not-found"
+  | "timeout"
+  | "rejected"
+  | "closed"
+  | "invalid-input"
+  | "unknown";
+
+/** A broker call failed. Raw client errors never leak: they are classified and kept as `cause`. */
+export class ProviderError extends FactflowError {
+  override readonly name = "ProviderError";
+  readonly provider: string;
+  readonly reason: ProviderErrorReason;
+
+  constructor(
+    provider: string,
+    reason: ProviderErrorReason,
+    message: string,
+    options: FactflowErrorOptions & { code?: FactflowErrorCode } = {},
+  ) {
+    super(
+      options.code ?? (reason === "closed" ? "provider_closed" : "provider_error"),
+      `[factflow/${provider}] ${message}`,
+      {
+        ...options,
+        retryable: options.retryable ?? (reason === "connection" || reason === "timeout"),
+      },
+    );
+    this.provider = provider;
+    this.reason = reason;
+  }
+}
+
+/** A pipeline could not run as asked (unknown adapter, too many executions, cancelled...). */
+export class PipelineError extends FactflowError {
+  override readonly name = "PipelineError";
+}
+
+/** True for any `FactflowError`, including ones from another copy of this package. */
+export function isFactflowError(error: unknown): error is FactflowError {
+  return (
+    error instanceof FactflowError ||
+    (error instanceof Error && typeof (error as { code?: unknown }).code === "string" && "retryable" in error)
+  );
+}

@@ -1,0 +1,70 @@
+import type { JsonValue } from "./json.js";
+import type { PipelineConfig } from "./pipeline-config.js";
+
+export type ExecutionStatus = "running" | "completed" | "failed" | "cancelled";
+
+/** A stored pipeline config version. */
+export interface StoredConfig {
+  readonly name: string;
+  readonly version: number;
+  readonly source: string;
+  readonly parsed: PipelineConfig;
+  readonly createdAt: string;
+}
+
+/** One execution row. `configSnapshot` is frozen at creation and is what replay resolves routes from. */
+export interface ExecutionRecord {
+  /** UUIDv7. */
+  readonly id: string;
+  readonly configName: string;
+  readonly configVersion: number | null;
+  readonly status: ExecutionStatus;
+  readonly configSnapshot: PipelineConfig;
+  readonly input: JsonValue | null;
+  readonly error: string | null;
+  readonly parentExecutionId: string | null;
+  /** For replays: the route the segment starts at. */
+  readonly replayFromRoute: string | null;
+  readonly createdAt: string;
+  readonly finishedAt: string | null;
+  /** Free-form counters (messages per route, dead letters...) written at the end. */
+  readonly counters: Readonly<Record<string, number>>;
+}
+
+export interface NewExecution {
+  readonly id: string;
+  readonly configName: string;
+  readonly configVersion: number | null;
+  readonly configSnapshot: PipelineConfig;
+  readonly input: JsonValue | null;
+  readonly parentExecutionId?: string;
+  readonly replayFromRoute?: string;
+}
+
+export interface ExecutionListQuery {
+  readonly status?: ExecutionStatus;
+  readonly configName?: string;
+  readonly parentExecutionId?: string;
+  readonly offset?: number;
+  readonly limit?: number;
+}
+
+/** Persistence of configs and executions (separate from the lineage writer). */
+export interface ExecutionStoreProtocol {
+  saveConfig(name: string, source: string, parsed: PipelineConfig): Promise<StoredConfig>;
+  getConfig(name: string, version?: number): Promise<StoredConfig | undefined>;
+  listConfigs(): Promise<readonly StoredConfig[]>;
+
+  createExecution(execution: NewExecution): Promise<ExecutionRecord>;
+  getExecution(id: string): Promise<ExecutionRecord | undefined>;
+  listExecutions(query?: ExecutionListQuery): Promise<{ total: number; items: readonly ExecutionRecord[] }>;
+  /** Moves a running execution to a final status. Returns false if it was not running. */
+  finishExecution(
+    id: string,
+    status: Exclude<ExecutionStatus, "running">,
+    details?: { error?: string; counters?: Record<string, number> },
+  ): Promise<boolean>;
+  /** Deletes executions finished before `before`, with their lineage. Returns how many. */
+  deleteExecutionsBefore(before: Date): Promise<number>;
+  close(): Promise<void>;
+}

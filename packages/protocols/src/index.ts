@@ -1,0 +1,82 @@
+export type {
+  Adapter,
+  AdapterDefinition,
+  AdapterFactoryContext,
+  AdapterMetadata,
+  AdapterResult,
+  EmittedMessage,
+  FlushContext,
+  PipelineContext,
+  StatefulAdapter,
+} from "./adapter.js";
+export { isStatefulAdapter } from "./adapter.js";
+export type { ProviderCapabilities } from "./capabilities.js";
+export type { Delivery, HandlerResult, MessageHandler } from "./delivery.js";
+export { unwrapHandlerResult } from "./delivery.js";
+export type { Destination, MessageEnvelope, OutboundMessage } from "./envelope.js";
+export { deadLetterQueueOf, parseDestination, QUEUE_PREFIX, TOPIC_PREFIX } from "./envelope.js";
+export type { ConfigIssue, FactflowErrorCode, FactflowErrorOptions, ProviderErrorReason } from "./errors.js";
+export { ConfigError, FactflowError, isFactflowError, PipelineError, ProviderError } from "./errors.js";
+export type {
+  ExecutionListQuery,
+  ExecutionRecord,
+  ExecutionStatus,
+  ExecutionStoreProtocol,
+  NewExecution,
+  StoredConfig,
+} from "./execution-store.js";
+export type { DeadLetterReason } from "./headers.js";
+export { Headers } from "./headers.js";
+export type { JsonObject, JsonValue } from "./json.js";
+export { findNonJson } from "./json.js";
+export type {
+  LineageCounters,
+  LineageErrorInfo,
+  LineageKind,
+  LineagePageQuery,
+  LineageProtocol,
+  LineageRow,
+  LineageStatus,
+  LineageUpdate,
+  RecordedInput,
+  RouteStatusCount,
+} from "./lineage-protocol.js";
+export { OPEN_LINEAGE_STATUSES } from "./lineage-protocol.js";
+export type { Logger } from "./logger.js";
+export { silentLogger } from "./logger.js";
+export type { SettlingStatus } from "./message-status.js";
+export { isSettlingStatus, MessageStatus } from "./message-status.js";
+export type {
+  AdapterConfig,
+  InboundConfig,
+  InitConfig,
+  PipelineConfig,
+  PipelineConfigInput,
+  PipelineSettings,
+  RetryConfig,
+  RouteConfig,
+} from "./pipeline-config.js";
+export {
+  AdapterConfigSchema,
+  InboundConfigSchema,
+  InitConfigSchema,
+  PipelineConfigSchema,
+  PipelineSettingsSchema,
+  RetryConfigSchema,
+  RouteConfigSchema,
+} from "./pipeline-config.js";
+export type {
+  DeadLetter,
+  DeadLetterPage,
+  DeadLetterSource,
+  DestinationInfo,
+  DestinationStats,
+  DurabilityCounters,
+  QueueAdminProtocol,
+} from "./queue-admin.js";
+export { emptyDurabilityCounters } from "./queue-admin.js";
+export type { PublishReceipt, QueueProtocol, QueueProviderFactory } from "./queue-protocol.js";
+export type { RetryPolicy } from "./retry-policy.js";
+export { DEFAULT_RETRY_POLICY, resolveRetryPolicy, retryDelayMs } from "./retry-policy.js";
+export type { ArtefactOrigin, ArtefactSidecar, PutOptions, StorageProtocol } from "./storage-protocol.js";
+export type { SubscribeOptions, Subscription } from "./subscribe-options.js";

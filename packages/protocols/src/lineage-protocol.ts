@@ -1,0 +1,126 @@
+import type { JsonValue } from "./json.js";
+
+/**
+ * Status of a lineage row. `pending`, `initiated` and `processing` are "open": an execution cannot
+ * complete while any of its rows is open.
+ */
+export type LineageStatus = "pending" | "initiated" | "processing" | "completed" | "failed" | "abandoned";
+
+export const OPEN_LINEAGE_STATUSES: readonly LineageStatus[] = ["pending", "initiated", "processing"];
+
+/**
+ * `message` rows track one message addressed to a route (created when it is published, closed when
+ * the route settles it); `adapter` rows track one adapter invocation on one delivery.
+ */
+export type LineageKind = "message" | "adapter";
+
+/** Why a hop failed. */
+export interface LineageErrorInfo {
+  /** Error class name, e.g. `TypeError`, `DeliveryAbandoned`. */
+  readonly class: string;
+  readonly message: string;
+  readonly retryable: boolean;
+  readonly fatal: boolean;
+}
+
+/** One lineage row as written by the engine. */
+export interface LineageRow {
+  /** UUID of the row. */
+  readonly id: string;
+  readonly executionId: string;
+  readonly kind: LineageKind;
+  readonly route: string;
+  /** Adapter type name (adapter rows). */
+  readonly adapter?: string;
+  /** 0-based position of the adapter in its route (adapter rows). */
+  readonly adapterIndex?: number;
+  readonly messageId: string;
+  readonly correlationId: string;
+  /** The row this one descends from (fan-out tree). */
+  readonly parentId?: string;
+  readonly attempt: number;
+  readonly status: LineageStatus;
+  /** sha256 hex of the canonical JSON input. */
+  readonly inputHash?: string;
+  /** The message body (message rows), kept so a segment can be replayed. */
+  readonly payload?: JsonValue;
+  readonly outputKeys?: readonly string[];
+  readonly error?: LineageErrorInfo;
+  readonly startedAt: string;
+  readonly finishedAt?: string;
+}
+
+/** A change to an existing row. */
+export interface LineageUpdate {
+  readonly status: LineageStatus;
+  readonly outputKeys?: readonly string[];
+  readonly error?: LineageErrorInfo;
+  readonly finishedAt?: string;
+  readonly attempt?: number;
+}
+
+/** Counters an operator reads to know lineage is complete. */
+export interface LineageCounters {
+  /** Rows + updates committed. */
+  written: number;
+  /** Write attempts that failed and were retried. */
+  retriedWrites: number;
+  /** Writes given up after retries: lineage that is missing. Should stay 0. */
+  lost: number;
+  /** Writes queued and not yet committed. */
+  queued: number;
+}
+
+export interface LineagePageQuery {
+  readonly status?: LineageStatus;
+  readonly route?: string;
+  readonly kind?: LineageKind;
+  readonly offset?: number;
+  readonly limit?: number;
+}
+
+/** Per route and status counts of one execution. */
+export interface RouteStatusCount {
+  readonly route: string;
+  readonly kind: LineageKind;
+  readonly status: LineageStatus;
+  readonly count: number;
+}
+
+/** A message recorded as the input of a route, usable to replay it. */
+export interface RecordedInput {
+  readonly messageId: string;
+  readonly correlationId: string;
+  readonly payload: JsonValue;
+}
+
+/**
+ * Lineage persistence. Writes are group-committed: `record` and `update` queue and return at once
+ * (a write failure is retried, then counted as lost, never thrown into the pipeline); `flush`
+ * resolves once everything queued before it is durable. `registerPending` is durable on return.
+ */
+export interface LineageProtocol {
+  record(row: LineageRow): void;
+  update(id: string, update: LineageUpdate): void;
+  /** Pre-registers rows (fan-out children) durably before their messages are published. */
+  registerPending(rows: readonly LineageRow[]): Promise<void>;
+  flush(): Promise<void>;
+  /** Rows of the execution in `pending`, `initiated` or `processing` (after a flush). */
+  countOpen(executionId: string): Promise<number>;
+  counters(): LineageCounters;
+
+  rows(
+    executionId: string,
+    query?: LineagePageQuery,
+  ): Promise<{ total: number; items: readonly LineageRow[] }>;
+  countsByRoute(executionId: string): Promise<readonly RouteStatusCount[]>;
+  /** Every row of the tree that contains this message: its ancestors' rows and all descendants. */
+  tree(executionId: string, messageId: string): Promise<readonly LineageRow[]>;
+  /** The messages that entered `route` (message rows), optionally only these ids. */
+  routeInputs(
+    executionId: string,
+    route: string,
+    messageIds?: readonly string[],
+  ): Promise<readonly RecordedInput[]>;
+  close(): Promise<void>;
+}
