@@ -1,0 +1,240 @@
+import type {
+  ExecutionListQuery,
+  ExecutionRecord,
+  ExecutionStatus,
+  ExecutionStoreProtocol,
+  JsonValue,
+  NewExecution,
+  PipelineConfig,
+  StoredConfig,
+} from "@factflow/protocols";
+import { FactflowError } from "@factflow/protocols";
+import { type Kysely, type Selectable, sql } from "kysely";
+import { assertUuid, pageOf } from "./ids.js";
+import { iso } from "./lineage-rows.js";
+import type { LineageDatabaseSchema, PipelineConfigsTable, PipelineExecutionsTable } from "./schema.js";
+
+const EXECUTION_STATUSES = new Set(["running", "completed", "failed", "cancelled"]);
+
+/** `ExecutionStoreProtocol` over its own Kysely handle (never the lineage writer's). */
+export class ExecutionStore implements ExecutionStoreProtocol {
+  readonly #db: Kysely<LineageDatabaseSchema>;
+
+  readonly #onClose: (() => Promise<void>) | undefined;
+
+  /** `onClose` lets the owner of the connections release them when this store is closed. */
+  constructor(db: Kysely<LineageDatabaseSchema>, onClose?: () => Promise<void>) {
+    this.#db = db;
+    this.#onClose = onClose;
+  }
+
+  async saveConfig(name: string, source: string, parsed: PipelineConfig): Promise<StoredConfig> {
+    checkName(name);
+    // Two servers saving the same name at once race for the next version; the primary key makes
+    // the loser fail, and it simply tries the following number.
+    for (let tries = 0; ; tries++) {
+      try {
+        const row = await this.#db
+          .insertInto("pipeline_configs")
+          .columns(["name", "version", "source", "parsed"])
+          .expression((eb) =>
+            eb
+              .selectFrom("pipeline_configs")
+              .select([
+                sql<string>`${name}::text`.as("name"),
+                sql<number>`coalesce(max(version), 0) + 1`.as("version"),
+                sql<string>`${source}::text`.as("source"),
+                sql`${JSON.stringify(parsed)}::text::jsonb`.as("parsed"),
+              ])
+              .where("name", "=", name),
+          )
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return toStoredConfig(row);
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== "23505" || tries >= 5) throw error;
+      }
+    }
+  }
+
+  async getConfig(name: string, version?: number): Promise<StoredConfig | undefined> {
+    checkName(name);
+    if (version !== undefined && (!Number.isInteger(version) || version < 1)) {
+      throw new FactflowError(
+        "invalid_argument",
+        `[factflow/lineage] config version ${version} must be an integer ≥ 1.`,
+      );
+    }
+    let query = this.#db.selectFrom("pipeline_configs").selectAll().where("name", "=", name);
+    query =
+      version === undefined
+        ? query.orderBy("version", "desc").limit(1)
+        : query.where("version", "=", version);
+    const row = await query.executeTakeFirst();
+    return row === undefined ? undefined : toStoredConfig(row);
+  }
+
+  async listConfigs(): Promise<readonly StoredConfig[]> {
+    const rows = await this.#db
+      .selectFrom("pipeline_configs")
+      .selectAll()
+      .distinctOn("name")
+      .orderBy("name")
+      .orderBy("version", "desc")
+      .execute();
+    return rows.map(toStoredConfig);
+  }
+
+  async createExecution(execution: NewExecution): Promise<ExecutionRecord> {
+    assertUuid(execution.id, "execution id");
+    if (execution.parentExecutionId !== undefined)
+      assertUuid(execution.parentExecutionId, "parent execution id");
+    const row = await this.#db
+      .insertInto("pipeline_executions")
+      .values({
+        id: execution.id,
+        config_name: execution.configName,
+        config_version: execution.configVersion,
+        status: "running",
+        config_snapshot: jsonb(execution.configSnapshot),
+        input: execution.input === null ? null : jsonb(execution.input),
+        error: null,
+        parent_execution_id: execution.parentExecutionId ?? null,
+        replay_from_route: execution.replayFromRoute ?? null,
+        counters: jsonb({}),
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toExecution(row);
+  }
+
+  async getExecution(id: string): Promise<ExecutionRecord | undefined> {
+    assertUuid(id, "execution id");
+    const row = await this.#db
+      .selectFrom("pipeline_executions")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toExecution(row);
+  }
+
+  async listExecutions(query: ExecutionListQuery = {}) {
+    const { offset, limit } = pageOf(query, 50);
+    if (query.status !== undefined && !EXECUTION_STATUSES.has(query.status)) {
+      throw new FactflowError(
+        "invalid_argument",
+        `[factflow/lineage] execution status ${JSON.stringify(query.status)} is unknown (running | completed | failed | cancelled).`,
+      );
+    }
+    if (query.parentExecutionId !== undefined) assertUuid(query.parentExecutionId, "parent execution id");
+    let base = this.#db.selectFrom("pipeline_executions");
+    if (query.status !== undefined) base = base.where("status", "=", query.status);
+    if (query.configName !== undefined) base = base.where("config_name", "=", query.configName);
+    if (query.parentExecutionId !== undefined)
+      base = base.where("parent_execution_id", "=", query.parentExecutionId);
+    const [count, rows] = await Promise.all([
+      base.select(sql<number>`count(*)::int`.as("n")).executeTakeFirstOrThrow(),
+      base
+        .selectAll()
+        .orderBy("created_at", "desc")
+        .orderBy("id", "desc")
+        .offset(offset)
+        .limit(limit)
+        .execute(),
+    ]);
+    return { total: count.n, items: rows.map(toExecution) };
+  }
+
+  async finishExecution(
+    id: string,
+    status: Exclude<ExecutionStatus, "running">,
+    details: { error?: string; counters?: Record<string, number> } = {},
+  ): Promise<boolean> {
+    assertUuid(id, "execution id");
+    if (status === ("running" as string) || !EXECUTION_STATUSES.has(status)) {
+      throw new FactflowError(
+        "invalid_argument",
+        `[factflow/lineage] an execution cannot finish as ${JSON.stringify(status)} (completed | failed | cancelled).`,
+      );
+    }
+    const result = await this.#db
+      .updateTable("pipeline_executions")
+      .set({
+        status,
+        finished_at: sql<Date>`now()`,
+        ...(details.error === undefined ? {} : { error: details.error }),
+        ...(details.counters === undefined ? {} : { counters: jsonb(details.counters) }),
+      })
+      .where("id", "=", id)
+      .where("status", "=", "running")
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  async deleteExecutionsBefore(before: Date): Promise<number> {
+    if (!(before instanceof Date) || Number.isNaN(before.getTime())) {
+      throw new FactflowError(
+        "invalid_argument",
+        "[factflow/lineage] deleteExecutionsBefore needs a valid Date.",
+      );
+    }
+    return this.#db.transaction().execute(async (trx) => {
+      const doomed = trx
+        .selectFrom("pipeline_executions")
+        .select("id")
+        .where("finished_at", "is not", null)
+        .where("finished_at", "<", before);
+      await trx.deleteFrom("lineage").where("execution_id", "in", doomed).execute();
+      const result = await trx
+        .deleteFrom("pipeline_executions")
+        .where("finished_at", "is not", null)
+        .where("finished_at", "<", before)
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#onClose?.();
+  }
+}
+
+function jsonb(value: unknown) {
+  return sql<string>`${JSON.stringify(value)}::text::jsonb`;
+}
+
+function checkName(name: string): void {
+  if (typeof name !== "string" || name.length === 0 || name.length > 120) {
+    throw new FactflowError(
+      "invalid_argument",
+      "[factflow/lineage] config name must be a non-empty string of at most 120 characters.",
+    );
+  }
+}
+
+function toStoredConfig(row: Selectable<PipelineConfigsTable>): StoredConfig {
+  return {
+    name: row.name,
+    version: row.version,
+    source: row.source,
+    parsed: row.parsed as PipelineConfig,
+    createdAt: iso(row.created_at),
+  };
+}
+
+function toExecution(row: Selectable<PipelineExecutionsTable>): ExecutionRecord {
+  return {
+    id: row.id,
+    configName: row.config_name,
+    configVersion: row.config_version,
+    status: row.status as ExecutionStatus,
+    configSnapshot: row.config_snapshot as PipelineConfig,
+    input: (row.input ?? null) as JsonValue | null,
+    error: row.error,
+    parentExecutionId: row.parent_execution_id,
+    replayFromRoute: row.replay_from_route,
+    createdAt: iso(row.created_at),
+    finishedAt: row.finished_at === null ? null : iso(row.finished_at),
+    counters: (row.counters ?? {}) as Record<string, number>,
+  };
+}

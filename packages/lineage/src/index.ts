@@ -1,0 +1,14 @@
+export type { DatabaseHandles, PostgresConnectOptions } from "./connect.js";
+export { connectPglite, connectPostgres } from "./connect.js";
+export { ExecutionStore } from "./execution-store.js";
+export { LineageStore } from "./lineage-store.js";
+export type { LineageWriterOptions } from "./lineage-writer.js";
+export { LineageWriter } from "./lineage-writer.js";
+export { lineageMigrationProvider } from "./migrations.js";
+export type { LineageDatabase, LineageDatabaseOptions } from "./open-lineage-database.js";
+export { openLineageDatabase } from "./open-lineage-database.js";
+export { redactUrl } from "./redact-url.js";
+export type { LineageDatabaseSchema } from "./schema.js";
+export type { LineageSqlRunner, PostgresSqlRunnerOptions } from "./sql-runner.js";
+export { createPgliteSqlRunner, createPostgresSqlRunner } from "./sql-runner.js";
+export { isUuid, uuidv7 } from "./uuidv7.js";

@@ -1,0 +1,94 @@
+import type { LineageErrorInfo, LineageRow, LineageStatus } from "@factflow/protocols";
+
+/** A row as the writer holds it: a mutable copy so later updates in the same batch merge in. */
+export interface PendingRow {
+  id: string;
+  execution_id: string;
+  kind: string;
+  route: string;
+  adapter: string | null;
+  adapter_index: number | null;
+  message_id: string;
+  correlation_id: string;
+  parent_id: string | null;
+  attempt: number;
+  status: LineageStatus;
+  input_hash: string | null;
+  payload: unknown;
+  output_keys: readonly string[] | null;
+  error: LineageErrorInfo | null;
+  started_at: string;
+  finished_at: string | null;
+}
+
+/** A queued change to a row written in an earlier batch (null = keep the stored value). */
+export interface PendingUpdate {
+  id: string;
+  status: LineageStatus;
+  output_keys: readonly string[] | null;
+  error: LineageErrorInfo | null;
+  finished_at: string | null;
+  attempt: number | null;
+}
+
+export function toPendingRow(row: LineageRow): PendingRow {
+  return {
+    id: row.id,
+    execution_id: row.executionId,
+    kind: row.kind,
+    route: row.route,
+    adapter: row.adapter ?? null,
+    adapter_index: row.adapterIndex ?? null,
+    message_id: row.messageId,
+    correlation_id: row.correlationId,
+    parent_id: row.parentId ?? null,
+    attempt: row.attempt,
+    status: row.status,
+    input_hash: row.inputHash ?? null,
+    payload: row.payload ?? null,
+    output_keys: row.outputKeys ?? null,
+    error: row.error ?? null,
+    started_at: row.startedAt,
+    finished_at: row.finishedAt ?? null,
+  };
+}
+
+// The whole batch travels as ONE text parameter expanded server-side by json_to_recordset: no
+// 65535-parameter limit, one parse per batch, and identical behaviour on postgres.js and PGlite.
+// `$1::text::json` pins the parameter type to text so neither driver re-encodes the string.
+const INSERT_SQL = `insert into lineage (id, execution_id, kind, route, adapter, adapter_index, message_id,
+  correlation_id, parent_id, attempt, status, input_hash, payload, output_keys, error, started_at, finished_at)
+select id, execution_id, kind, route, adapter, adapter_index, message_id, correlation_id, parent_id, attempt,
+  status, input_hash, payload, output_keys, error, started_at, finished_at
+from json_to_recordset($1::text::json) as r(id uuid, execution_id uuid, kind text, route text, adapter text,
+  adapter_index integer, message_id text, correlation_id text, parent_id uuid, attempt integer, status text,
+  input_hash text, payload jsonb, output_keys jsonb, error jsonb, started_at timestamptz, finished_at timestamptz)
+on conflict (id) do update set kind = excluded.kind, route = excluded.route, adapter = excluded.adapter,
+  adapter_index = excluded.adapter_index, message_id = excluded.message_id,
+  correlation_id = excluded.correlation_id, parent_id = excluded.parent_id, attempt = excluded.attempt,
+  status = excluded.status, input_hash = excluded.input_hash, payload = excluded.payload,
+  output_keys = excluded.output_keys, error = excluded.error, started_at = excluded.started_at,
+  finished_at = excluded.finished_at`;
+
+const UPDATE_SQL = `update lineage as l set status = u.status,
+  output_keys = coalesce(u.output_keys, l.output_keys), error = coalesce(u.error, l.error),
+  finished_at = coalesce(u.finished_at, l.finished_at), attempt = coalesce(u.attempt, l.attempt)
+from json_to_recordset($1::text::json) as u(id uuid, status text, output_keys jsonb, error jsonb,
+  finished_at timestamptz, attempt integer)
+where l.id = u.id`;
+
+/** A statement and its parameters. */
+export interface Statement {
+  readonly text: string;
+  readonly params: readonly unknown[];
+}
+
+/** One multi-row upsert of `rows`. */
+export function insertRowsStatement(rows: readonly PendingRow[]): Statement {
+  return { text: INSERT_SQL, params: [JSON.stringify(rows)] };
+}
+
+/** One batched update; each id appears at most once (the writer merges before). */
+export function updateRowsStatement(updates: readonly PendingUpdate[]): Statement {
+  return { text: UPDATE_SQL, params: [JSON.stringify(updates)] };
+}

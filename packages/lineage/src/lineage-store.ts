@@ -1,0 +1,201 @@
+import type {
+  LineageCounters,
+  LineagePageQuery,
+  LineageProtocol,
+  LineageRow,
+  LineageUpdate,
+  Logger,
+  RecordedInput,
+  RouteStatusCount,
+} from "@factflow/protocols";
+import { FactflowError, OPEN_LINEAGE_STATUSES } from "@factflow/protocols";
+import { type Kysely, sql } from "kysely";
+import { assertUuid, pageOf } from "./ids.js";
+import { fromStoredRow, type StoredLineageRow } from "./lineage-rows.js";
+import { LineageWriter, type LineageWriterOptions } from "./lineage-writer.js";
+import type { LineageDatabaseSchema } from "./schema.js";
+import type { LineageSqlRunner } from "./sql-runner.js";
+
+const KINDS = new Set(["message", "adapter"]);
+const STATUSES = new Set(["pending", "initiated", "processing", "completed", "failed", "abandoned"]);
+
+/**
+ * `LineageProtocol` over a Kysely handle of its own: writes go through the group-commit
+ * {@link LineageWriter}, queries read the lineage table directly.
+ */
+export class LineageStore implements LineageProtocol {
+  readonly #db: Kysely<LineageDatabaseSchema>;
+  readonly #writer: LineageWriter;
+  readonly #onClose: (() => Promise<void>) | undefined;
+
+  /** `onClose` runs after the writer has flushed and stopped (the owner releases connections there). */
+  constructor(
+    db: Kysely<LineageDatabaseSchema>,
+    writer: LineageSqlRunner,
+    logger: Logger,
+    options: LineageWriterOptions = {},
+    onClose?: () => Promise<void>,
+  ) {
+    this.#db = db;
+    this.#onClose = onClose;
+    this.#writer = new LineageWriter(writer, logger, options);
+  }
+
+  record(row: LineageRow): void {
+    checkRow(row);
+    this.#writer.record(row);
+  }
+
+  update(id: string, update: LineageUpdate): void {
+    assertUuid(id, "lineage row id");
+    if (!STATUSES.has(update.status)) invalid(`lineage status ${JSON.stringify(update.status)} is unknown`);
+    this.#writer.update(id, update);
+  }
+
+  async registerPending(rows: readonly LineageRow[]): Promise<void> {
+    for (const row of rows) checkRow(row);
+    for (const row of rows) this.#writer.record(row);
+    await this.#writer.flush();
+  }
+
+  flush(): Promise<void> {
+    return this.#writer.flush();
+  }
+
+  async countOpen(executionId: string): Promise<number> {
+    assertUuid(executionId, "execution id");
+    // The completion gate must see every write made before it asked.
+    await this.#writer.flush();
+    const result = await this.#db
+      .selectFrom("lineage")
+      .select(sql<number>`count(*)::int`.as("n"))
+      .where("execution_id", "=", executionId)
+      .where("status", "in", [...OPEN_LINEAGE_STATUSES])
+      .executeTakeFirstOrThrow();
+    return result.n;
+  }
+
+  counters(): LineageCounters {
+    return this.#writer.counters();
+  }
+
+  async rows(executionId: string, query: LineagePageQuery = {}) {
+    assertUuid(executionId, "execution id");
+    const { offset, limit } = pageOf(query);
+    if (query.kind !== undefined && !KINDS.has(query.kind))
+      invalid(`lineage kind ${JSON.stringify(query.kind)} is unknown`);
+    if (query.status !== undefined && !STATUSES.has(query.status)) {
+      invalid(`lineage status ${JSON.stringify(query.status)} is unknown`);
+    }
+    let base = this.#db.selectFrom("lineage").where("execution_id", "=", executionId);
+    if (query.status !== undefined) base = base.where("status", "=", query.status);
+    if (query.route !== undefined) base = base.where("route", "=", query.route);
+    if (query.kind !== undefined) base = base.where("kind", "=", query.kind);
+    const [count, items] = await Promise.all([
+      base.select(sql<number>`count(*)::int`.as("n")).executeTakeFirstOrThrow(),
+      base.selectAll().orderBy("started_at").orderBy("id").offset(offset).limit(limit).execute(),
+    ]);
+    return { total: count.n, items: items.map((r) => fromStoredRow(r as StoredLineageRow)) };
+  }
+
+  async countsByRoute(executionId: string): Promise<readonly RouteStatusCount[]> {
+    assertUuid(executionId, "execution id");
+    const rows = await this.#db
+      .selectFrom("lineage")
+      .select(["route", "kind", "status", sql<number>`count(*)::int`.as("count")])
+      .where("execution_id", "=", executionId)
+      .groupBy(["route", "kind", "status"])
+      .orderBy("route")
+      .orderBy("kind")
+      .orderBy("status")
+      .execute();
+    return rows.map(
+      (r) => ({ route: r.route, kind: r.kind, status: r.status, count: r.count }) as RouteStatusCount,
+    );
+  }
+
+  async tree(executionId: string, messageId: string): Promise<readonly LineageRow[]> {
+    assertUuid(executionId, "execution id");
+    checkMessageId(messageId);
+    // Up: follow parent_id from the message's rows to the root. Down: every row whose parent is in
+    // the tree, and every row of a message already in it (adapter rows of a child message may hang
+    // off its message row or off nothing at all). UNION (not ALL) stops at rows already seen.
+    const result = await sql<StoredLineageRow>`
+      with recursive
+      up (id, parent_id, message_id) as (
+        select id, parent_id, message_id from lineage where execution_id = ${executionId} and message_id = ${messageId}
+        union
+        select l.id, l.parent_id, l.message_id from lineage l join up on l.id = up.parent_id
+      ),
+      down (id, message_id) as (
+        select id, message_id from lineage where execution_id = ${executionId} and message_id = ${messageId}
+        union
+        select l.id, l.message_id from down join lineage l
+          on l.execution_id = ${executionId} and (l.parent_id = down.id or l.message_id = down.message_id)
+      ),
+      ids (id) as (
+        select id from down
+        union
+        select id from lineage where execution_id = ${executionId} and message_id in (select message_id from up)
+      )
+      select lineage.* from lineage join ids on lineage.id = ids.id
+      order by lineage.started_at, lineage.id`.execute(this.#db);
+    return result.rows.map(fromStoredRow);
+  }
+
+  async routeInputs(
+    executionId: string,
+    route: string,
+    messageIds?: readonly string[],
+  ): Promise<readonly RecordedInput[]> {
+    assertUuid(executionId, "execution id");
+    if (messageIds !== undefined && messageIds.length === 0) return [];
+    for (const id of messageIds ?? []) checkMessageId(id);
+    let query = this.#db
+      .selectFrom("lineage")
+      .select(["message_id", "correlation_id", "payload", "started_at"])
+      .distinctOn("message_id")
+      .where("execution_id", "=", executionId)
+      .where("route", "=", route)
+      .where("kind", "=", "message");
+    if (messageIds !== undefined) query = query.where("message_id", "in", [...messageIds]);
+    // One input per message (a redelivered message may have several rows): its first recording.
+    const rows = await query.orderBy("message_id").orderBy("started_at").execute();
+    return rows
+      .sort(
+        (a, b) =>
+          +new Date(a.started_at) - +new Date(b.started_at) || a.message_id.localeCompare(b.message_id),
+      )
+      .map((r) => ({
+        messageId: r.message_id,
+        correlationId: r.correlation_id,
+        payload: (r.payload ?? null) as RecordedInput["payload"],
+      }));
+  }
+
+  /** Flushes and stops the writer; later `record`/`update` calls throw `lineage_error`. */
+  async close(): Promise<void> {
+    await this.#writer.close();
+    await this.#onClose?.();
+  }
+}
+
+function checkRow(row: LineageRow): void {
+  assertUuid(row.id, "lineage row id");
+  assertUuid(row.executionId, "execution id");
+  if (row.parentId !== undefined) assertUuid(row.parentId, "lineage parent id");
+  if (!KINDS.has(row.kind))
+    invalid(`lineage kind ${JSON.stringify(row.kind)} is unknown (message | adapter)`);
+  if (!STATUSES.has(row.status)) invalid(`lineage status ${JSON.stringify(row.status)} is unknown`);
+  checkMessageId(row.messageId);
+}
+
+function checkMessageId(messageId: string): void {
+  if (typeof messageId !== "string" || messageId.length === 0 || messageId.length > 512) {
+    invalid("message id must be a non-empty string of at most 512 characters");
+  }
+}
+
+function invalid(message: string): never {
+  throw new FactflowError("invalid_argument", `[factflow/lineage] ${message}.`);
+}

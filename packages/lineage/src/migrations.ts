@@ -1,0 +1,125 @@
+import { type Kysely, sql } from "kysely";
+import type { Migration, MigrationProvider } from "kysely/migration";
+
+/**
+ * Migrations ship in code (not as files) so a bundled build carries them and both dialects run the
+ * very same statements. Never edit a released migration: add a new one.
+ */
+const migrations: Record<string, Migration> = {
+  "0001_initial": {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable("pipeline_configs")
+        .addColumn("name", "text", (c) => c.notNull())
+        .addColumn("version", "integer", (c) => c.notNull())
+        .addColumn("source", "text", (c) => c.notNull())
+        .addColumn("parsed", "jsonb", (c) => c.notNull())
+        .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .addPrimaryKeyConstraint("pipeline_configs_pk", ["name", "version"])
+        .execute();
+
+      await db.schema
+        .createTable("pipeline_executions")
+        .addColumn("id", "uuid", (c) => c.primaryKey())
+        .addColumn("config_name", "text", (c) => c.notNull())
+        .addColumn("config_version", "integer")
+        .addColumn("status", "text", (c) =>
+          c.notNull().check(sql`status in ('running', 'completed', 'failed', 'cancelled')`),
+        )
+        .addColumn("config_snapshot", "jsonb", (c) => c.notNull())
+        .addColumn("input", "jsonb")
+        .addColumn("error", "text")
+        .addColumn("parent_execution_id", "uuid")
+        .addColumn("replay_from_route", "text")
+        .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .addColumn("finished_at", "timestamptz")
+        .addColumn("counters", "jsonb", (c) => c.notNull().defaultTo(sql`'{}'::jsonb`))
+        .execute();
+      await db.schema
+        .createIndex("pipeline_executions_created_idx")
+        .on("pipeline_executions")
+        .columns(["created_at desc", "id desc"])
+        .execute();
+      await db.schema
+        .createIndex("pipeline_executions_status_idx")
+        .on("pipeline_executions")
+        .columns(["status", "created_at desc"])
+        .execute();
+      await db.schema
+        .createIndex("pipeline_executions_config_idx")
+        .on("pipeline_executions")
+        .columns(["config_name", "created_at desc"])
+        .execute();
+      await db.schema
+        .createIndex("pipeline_executions_parent_idx")
+        .on("pipeline_executions")
+        .column("parent_execution_id")
+        .where(sql.ref("parent_execution_id"), "is not", null)
+        .execute();
+      await db.schema
+        .createIndex("pipeline_executions_finished_idx")
+        .on("pipeline_executions")
+        .column("finished_at")
+        .where(sql.ref("finished_at"), "is not", null)
+        .execute();
+
+      // No foreign key to pipeline_executions: lineage is written on its own connection and must
+      // never fail because of ordering with the execution store; retention deletes both explicitly.
+      await db.schema
+        .createTable("lineage")
+        .addColumn("id", "uuid", (c) => c.primaryKey())
+        .addColumn("execution_id", "uuid", (c) => c.notNull())
+        .addColumn("kind", "text", (c) => c.notNull())
+        .addColumn("route", "text", (c) => c.notNull())
+        .addColumn("adapter", "text")
+        .addColumn("adapter_index", "integer")
+        .addColumn("message_id", "text", (c) => c.notNull())
+        .addColumn("correlation_id", "text", (c) => c.notNull())
+        .addColumn("parent_id", "uuid")
+        .addColumn("attempt", "integer", (c) => c.notNull())
+        .addColumn("status", "text", (c) => c.notNull())
+        .addColumn("input_hash", "text")
+        .addColumn("payload", "jsonb")
+        .addColumn("output_keys", "jsonb")
+        .addColumn("error", "jsonb")
+        .addColumn("started_at", "timestamptz", (c) => c.notNull())
+        .addColumn("finished_at", "timestamptz")
+        .execute();
+      // The completion gate polls this: it only ever holds the few open rows, so it stays tiny
+      // however many millions of closed rows the table has.
+      await sql`create index lineage_open_idx on lineage (execution_id)
+        where status in ('pending', 'initiated', 'processing')`.execute(db);
+      // Per-execution listing, counts per route/status, route inputs, retention.
+      await db.schema
+        .createIndex("lineage_execution_route_idx")
+        .on("lineage")
+        .columns(["execution_id", "route", "status"])
+        .execute();
+      // "Tree of one message": the rows of a message, and the children of a row.
+      await db.schema
+        .createIndex("lineage_message_idx")
+        .on("lineage")
+        .columns(["execution_id", "message_id"])
+        .execute();
+      await sql`create index lineage_parent_idx on lineage (parent_id) where parent_id is not null`.execute(
+        db,
+      );
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable("lineage").ifExists().execute();
+      await db.schema.dropTable("pipeline_executions").ifExists().execute();
+      await db.schema.dropTable("pipeline_configs").ifExists().execute();
+    },
+  },
+};
+
+/** The package's migrations, in order. */
+export const lineageMigrationProvider: MigrationProvider = {
+  async getMigrations() {
+    return migrations;
+  },
+};
+
+/** Kysely bookkeeping tables, named so they do not clash with an application's own migrations. */
+export const MIGRATION_TABLE = "factflow_migration";
+export const MIGRATION_LOCK_TABLE = "factflow_migration_lock";

@@ -1,0 +1,68 @@
+import type { PGlite } from "@electric-sql/pglite";
+import postgres from "postgres";
+
+/**
+ * The narrow channel the lineage writer commits through. It bypasses Kysely on purpose: the writer
+ * sends a handful of fixed statements, and it must be able to throw away a broken pool.
+ */
+export interface LineageSqlRunner {
+  /** Runs one statement. */
+  execute(text: string, params: readonly unknown[]): Promise<void>;
+  /** Drops every pooled connection after a failure that may have left one unusable. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+/** Options of {@link createPostgresSqlRunner}. */
+export interface PostgresSqlRunnerOptions {
+  /** @default 2 */
+  readonly max?: number;
+  /** @default "factflow-lineage-writer" */
+  readonly applicationName?: string;
+  /** Seconds. @default 10 */
+  readonly connectTimeoutSeconds?: number;
+}
+
+/** A writer channel with its own postgres.js pool. */
+export function createPostgresSqlRunner(
+  url: string,
+  options: PostgresSqlRunnerOptions = {},
+): LineageSqlRunner {
+  const make = () =>
+    postgres(url, {
+      max: options.max ?? 2,
+      connect_timeout: options.connectTimeoutSeconds ?? 10,
+      onnotice: () => {},
+      // No array parameters are ever sent; skipping the type fetch also avoids an unhandled rejection
+      // in postgres.js when a connection is killed while that fetch runs.
+      fetch_types: false,
+      connection: { application_name: options.applicationName ?? "factflow-lineage-writer" },
+    });
+  let sql = make();
+  return {
+    async execute(text, params) {
+      await sql.unsafe(text, params as never[]);
+    },
+    reset() {
+      // postgres.js 3.4.9 can leave a connection whose socket died mid-write unable to send again
+      // (porsager/postgres#1208): a fresh pool is the only reliable way out.
+      const old = sql;
+      sql = make();
+      old.end({ timeout: 0 }).catch(() => {});
+    },
+    async close() {
+      await sql.end({ timeout: 5 });
+    },
+  };
+}
+
+/** A writer channel on a shared PGlite instance (whose owner closes it). */
+export function createPgliteSqlRunner(pglite: PGlite): LineageSqlRunner {
+  return {
+    async execute(text, params) {
+      await pglite.query(text, [...params]);
+    },
+    reset() {},
+    async close() {},
+  };
+}

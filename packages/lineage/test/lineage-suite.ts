@@ -1,0 +1,359 @@
+import type { JsonValue, LineageRow, PipelineConfig } from "@factflow/protocols";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LineageDatabase, uuidv7 } from "../src/index.js";
+
+/** How a dialect's test file hands a fresh, migrated database to the shared suite. */
+export interface SuiteTarget {
+  open(): Promise<LineageDatabase>;
+  cleanup?(): Promise<void>;
+}
+
+const snapshot = {
+  name: "demo",
+  init: { route: "parse", message: {} },
+  routes: { parse: { inbound: { queue: "parse.in" }, adapters: [{ type: "noop" }] } },
+} as unknown as PipelineConfig;
+
+export function row(executionId: string, over: Partial<LineageRow> = {}): LineageRow {
+  // Message rows carry no adapter fields.
+  const adapterFields = over.kind === "message" ? {} : { adapter: "noop", adapterIndex: 0 };
+  return {
+    id: uuidv7(),
+    executionId,
+    kind: "adapter",
+    route: "parse",
+    ...adapterFields,
+    messageId: `m-${uuidv7()}`,
+    correlationId: "c-1",
+    attempt: 1,
+    status: "pending",
+    startedAt: new Date().toISOString(),
+    ...over,
+  };
+}
+
+/** Every query of both protocols, run against one dialect. Called once per dialect. */
+export function lineageSuite(dialect: "pglite" | "postgres", target: SuiteTarget, skip = false): void {
+  describe.skipIf(skip)(`lineage database on ${dialect}`, () => {
+    let db: LineageDatabase;
+    beforeAll(async () => {
+      db = await target.open();
+    });
+    afterAll(async () => {
+      await db?.close();
+      await target.cleanup?.();
+    });
+
+    it("opens on the expected dialect and migrations are idempotent", async () => {
+      expect(db.dialect).toBe(dialect);
+      expect(await db.migrate()).toEqual([]);
+    });
+
+    it("saves config versions per name and lists the latest of each", async () => {
+      const name = `cfg-${uuidv7().slice(-8)}`;
+      const v1 = await db.executions.saveConfig(name, "name: a", { ...snapshot, name });
+      const v2 = await db.executions.saveConfig(name, "name: b", { ...snapshot, name });
+      await db.executions.saveConfig(`${name}-other`, "x", snapshot);
+      expect([v1.version, v2.version]).toEqual([1, 2]);
+      expect(v2.parsed).toEqual({ ...snapshot, name });
+      expect((await db.executions.getConfig(name))?.source).toBe("name: b");
+      expect((await db.executions.getConfig(name, 1))?.source).toBe("name: a");
+      expect(await db.executions.getConfig(name, 9)).toBeUndefined();
+      expect(await db.executions.getConfig("nope")).toBeUndefined();
+      const latest = (await db.executions.listConfigs()).filter((c) => c.name.startsWith(name));
+      expect(latest.map((c) => [c.name, c.version])).toEqual([
+        [name, 2],
+        [`${name}-other`, 1],
+      ]);
+      await expect(db.executions.getConfig(name, 0)).rejects.toMatchObject({ code: "invalid_argument" });
+    });
+
+    it("gives concurrent saves of one name distinct versions", async () => {
+      const name = `race-${uuidv7().slice(-8)}`;
+      const saved = await Promise.all(
+        [1, 2, 3, 4].map((i) => db.executions.saveConfig(name, `v: ${i}`, snapshot)),
+      );
+      expect(saved.map((c) => c.version).sort()).toEqual([1, 2, 3, 4]);
+    });
+
+    it("creates, gets, lists and finishes executions", async () => {
+      const configName = `exec-${uuidv7().slice(-8)}`;
+      const parent = await db.executions.createExecution({
+        id: uuidv7(),
+        configName,
+        configVersion: 1,
+        configSnapshot: snapshot,
+        input: { doc: "a" },
+      });
+      expect(parent).toMatchObject({
+        status: "running",
+        configName,
+        input: { doc: "a" },
+        finishedAt: null,
+        counters: {},
+      });
+      const child = await db.executions.createExecution({
+        id: uuidv7(),
+        configName,
+        configVersion: null,
+        configSnapshot: snapshot,
+        input: null,
+        parentExecutionId: parent.id,
+        replayFromRoute: "parse",
+      });
+      expect(await db.executions.getExecution(child.id)).toMatchObject({
+        parentExecutionId: parent.id,
+        replayFromRoute: "parse",
+        configSnapshot: snapshot,
+        input: null,
+      });
+      expect(await db.executions.getExecution(uuidv7())).toBeUndefined();
+
+      expect(
+        await db.executions.finishExecution(parent.id, "failed", { error: "boom", counters: { parse: 3 } }),
+      ).toBe(true);
+      expect(await db.executions.finishExecution(parent.id, "completed")).toBe(false);
+      expect(await db.executions.finishExecution(uuidv7(), "completed")).toBe(false);
+      const finished = await db.executions.getExecution(parent.id);
+      expect(finished).toMatchObject({ status: "failed", error: "boom", counters: { parse: 3 } });
+      expect(finished?.finishedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+
+      const all = await db.executions.listExecutions({ configName });
+      expect(all.total).toBe(2);
+      expect(all.items.map((e) => e.id)).toEqual([child.id, parent.id]);
+      const page = await db.executions.listExecutions({ configName, offset: 1, limit: 1 });
+      expect(page).toMatchObject({ total: 2, items: [{ id: parent.id }] });
+      expect(
+        (await db.executions.listExecutions({ configName, status: "running" })).items.map((e) => e.id),
+      ).toEqual([child.id]);
+      expect((await db.executions.listExecutions({ parentExecutionId: parent.id })).total).toBe(1);
+    });
+
+    it("rejects malformed ids and arguments without touching SQL", async () => {
+      await expect(db.executions.getExecution("not-a-uuid")).rejects.toMatchObject({
+        code: "invalid_argument",
+        message: expect.stringContaining("is not a UUID"),
+      });
+      await expect(db.executions.finishExecution("x", "completed")).rejects.toMatchObject({
+        code: "invalid_argument",
+      });
+      await expect(db.executions.listExecutions({ limit: 0 })).rejects.toMatchObject({
+        code: "invalid_argument",
+      });
+      await expect(db.executions.listExecutions({ parentExecutionId: "1" })).rejects.toMatchObject({
+        code: "invalid_argument",
+      });
+      await expect(
+        db.executions.createExecution({
+          id: "abc",
+          configName: "x",
+          configVersion: 1,
+          configSnapshot: snapshot,
+          input: null,
+        }),
+      ).rejects.toMatchObject({ code: "invalid_argument" });
+      await expect(db.lineage.countOpen("'; drop table lineage; --")).rejects.toMatchObject({
+        code: "invalid_argument",
+      });
+      await expect(db.lineage.rows("nope")).rejects.toMatchObject({ code: "invalid_argument" });
+      await expect(db.lineage.tree("nope", "m")).rejects.toMatchObject({ code: "invalid_argument" });
+      await expect(db.lineage.countsByRoute("nope")).rejects.toMatchObject({ code: "invalid_argument" });
+      await expect(db.lineage.routeInputs("nope", "r")).rejects.toMatchObject({ code: "invalid_argument" });
+      expect(() => db.lineage.record(row("bad"))).toThrow(/not a UUID/);
+      expect(() => db.lineage.update("bad", { status: "completed" })).toThrow(/not a UUID/);
+      await expect(db.executions.deleteExecutionsBefore(new Date("nope"))).rejects.toMatchObject({
+        code: "invalid_argument",
+      });
+    });
+
+    it("answers empty for an unknown execution", async () => {
+      const id = uuidv7();
+      expect(await db.lineage.countOpen(id)).toBe(0);
+      expect(await db.lineage.rows(id)).toEqual({ total: 0, items: [] });
+      expect(await db.lineage.countsByRoute(id)).toEqual([]);
+      expect(await db.lineage.tree(id, "m")).toEqual([]);
+      expect(await db.lineage.routeInputs(id, "parse")).toEqual([]);
+    });
+
+    it("merges pending→completed in one batch and keeps order across batches", async () => {
+      const exec = uuidv7();
+      const before = db.lineage.counters().written;
+      const merged = row(exec);
+      db.lineage.record(merged);
+      db.lineage.update(merged.id, {
+        status: "completed",
+        outputKeys: ["a/b.json"],
+        finishedAt: new Date().toISOString(),
+      });
+      await db.lineage.flush();
+      expect(db.lineage.counters().written - before).toBe(1);
+
+      const later = row(exec, { kind: "message" });
+      db.lineage.record(later);
+      await db.lineage.flush();
+      db.lineage.update(later.id, { status: "processing" });
+      await db.lineage.flush();
+      db.lineage.update(later.id, {
+        status: "failed",
+        attempt: 2,
+        error: { class: "TypeError", message: "x", retryable: true, fatal: false },
+      });
+      db.lineage.update(later.id, { status: "completed", finishedAt: new Date().toISOString() });
+      await db.lineage.flush();
+
+      const { items } = await db.lineage.rows(exec);
+      const byId = new Map(items.map((r) => [r.id, r]));
+      expect(byId.get(merged.id)).toMatchObject({
+        status: "completed",
+        outputKeys: ["a/b.json"],
+        adapter: "noop",
+      });
+      expect(byId.get(later.id)).toMatchObject({ status: "completed", attempt: 2, kind: "message" });
+      expect(byId.get(later.id)?.adapter).toBeUndefined();
+      expect(db.lineage.counters()).toMatchObject({ lost: 0, queued: 0 });
+    });
+
+    it("counts open rows for the completion gate, pre-registered children included", async () => {
+      const exec = uuidv7();
+      const children = [row(exec), row(exec), row(exec, { status: "initiated" })];
+      await db.lineage.registerPending(children);
+      expect(db.lineage.counters().queued).toBe(0);
+      const processing = row(exec, { status: "processing" });
+      db.lineage.record(processing);
+      db.lineage.record(row(exec, { status: "completed" }));
+      expect(await db.lineage.countOpen(exec)).toBe(4);
+      for (const child of children) db.lineage.update(child.id, { status: "completed" });
+      db.lineage.update(processing.id, { status: "abandoned" });
+      expect(await db.lineage.countOpen(exec)).toBe(0);
+    });
+
+    it("pages and filters rows, failed rows carry their error", async () => {
+      const exec = uuidv7();
+      const t = Date.now();
+      const at = (i: number) => new Date(t + i).toISOString();
+      for (let i = 0; i < 5; i++) db.lineage.record(row(exec, { status: "completed", startedAt: at(i) }));
+      const failed = row(exec, {
+        route: "store",
+        status: "failed",
+        startedAt: at(9),
+        error: { class: "DeliveryAbandoned", message: "cancelled", retryable: true, fatal: false },
+      });
+      db.lineage.record(failed);
+      db.lineage.record(
+        row(exec, { kind: "message", route: "store", status: "completed", startedAt: at(10) }),
+      );
+      await db.lineage.flush();
+
+      const failedRows = await db.lineage.rows(exec, { status: "failed" });
+      expect(failedRows.total).toBe(1);
+      expect(failedRows.items[0]).toMatchObject({ id: failed.id, error: failed.error, route: "store" });
+      const page = await db.lineage.rows(exec, { route: "parse", offset: 2, limit: 2 });
+      expect(page.total).toBe(5);
+      expect(page.items.map((r) => r.startedAt)).toEqual([at(2), at(3)]);
+      expect((await db.lineage.rows(exec, { kind: "message" })).total).toBe(1);
+      await expect(db.lineage.rows(exec, { limit: -1 })).rejects.toMatchObject({ code: "invalid_argument" });
+
+      expect(await db.lineage.countsByRoute(exec)).toEqual([
+        { route: "parse", kind: "adapter", status: "completed", count: 5 },
+        { route: "store", kind: "adapter", status: "failed", count: 1 },
+        { route: "store", kind: "message", status: "completed", count: 1 },
+      ]);
+    });
+
+    it("walks the tree of one message: ancestors and descendants, not siblings", async () => {
+      const exec = uuidv7();
+      const mk = (messageId: string, kind: "message" | "adapter", parentId?: string) =>
+        row(exec, { messageId, kind, status: "completed", ...(parentId === undefined ? {} : { parentId }) });
+      const rootMsg = mk("m0", "message");
+      const rootAdapter = mk("m0", "adapter", rootMsg.id);
+      const m1 = mk("m1", "message", rootAdapter.id);
+      const m2 = mk("m2", "message", rootAdapter.id);
+      const m1Adapter = mk("m1", "adapter"); // attached to its message only by message id
+      const m3 = mk("m3", "message", m1Adapter.id);
+      const m3Adapter = mk("m3", "adapter", m3.id);
+      const m2Adapter = mk("m2", "adapter", m2.id);
+      const other = uuidv7();
+      const foreign = row(other, { messageId: "m1" });
+      for (const r of [rootMsg, rootAdapter, m1, m2, m1Adapter, m3, m3Adapter, m2Adapter, foreign])
+        db.lineage.record(r);
+      await db.lineage.flush();
+
+      const ids = (await db.lineage.tree(exec, "m1")).map((r) => r.id).sort();
+      expect(ids).toEqual([rootMsg.id, rootAdapter.id, m1.id, m1Adapter.id, m3.id, m3Adapter.id].sort());
+      expect((await db.lineage.tree(exec, "m0")).length).toBe(8);
+      expect(await db.lineage.tree(exec, "unknown")).toEqual([]);
+    });
+
+    it("returns the recorded inputs of a route for replay", async () => {
+      const exec = uuidv7();
+      const t = Date.now();
+      const msg = (messageId: string, payload: JsonValue, i: number, route = "parse") =>
+        row(exec, {
+          kind: "message",
+          route,
+          messageId,
+          correlationId: `c-${messageId}`,
+          payload,
+          startedAt: new Date(t + i).toISOString(),
+        });
+      db.lineage.record(msg("b", { n: 2 }, 1));
+      db.lineage.record(msg("a", { n: 1 }, 0));
+      db.lineage.record(msg("a", { n: 1 }, 5)); // a redelivery: the first recording wins
+      db.lineage.record(msg("c", ["x", 3, null], 2));
+      db.lineage.record(msg("d", { n: 4 }, 3, "store"));
+      db.lineage.record(row(exec, { messageId: "a", payload: { ignored: true } }));
+      await db.lineage.flush();
+      expect(await db.lineage.routeInputs(exec, "parse")).toEqual([
+        { messageId: "a", correlationId: "c-a", payload: { n: 1 } },
+        { messageId: "b", correlationId: "c-b", payload: { n: 2 } },
+        { messageId: "c", correlationId: "c-c", payload: ["x", 3, null] },
+      ]);
+      expect((await db.lineage.routeInputs(exec, "parse", ["c", "zz"])).map((i) => i.messageId)).toEqual([
+        "c",
+      ]);
+      expect(await db.lineage.routeInputs(exec, "parse", [])).toEqual([]);
+      expect(await db.lineage.routeInputs(exec, "nowhere")).toEqual([]);
+    });
+
+    it("isolates a row the database rejects and counts it lost, keeping the rest", async () => {
+      const exec = uuidv7();
+      const lostBefore = db.lineage.counters().lost;
+      const good = [row(exec), row(exec)];
+      // PostgreSQL jsonb cannot hold U+0000: the batch fails as a whole, then row by row.
+      const bad = row(exec, { kind: "message", payload: { text: "nul\u0000here" } });
+      db.lineage.record(good[0]!);
+      db.lineage.record(bad);
+      db.lineage.record(good[1]!);
+      await db.lineage.flush();
+      expect(db.lineage.counters().lost - lostBefore).toBe(1);
+      expect((await db.lineage.rows(exec)).items.map((r) => r.id).sort()).toEqual(
+        good.map((r) => r.id).sort(),
+      );
+    });
+
+    it("deletes finished executions before a date together with their lineage", async () => {
+      const mkExec = () =>
+        db.executions.createExecution({
+          id: uuidv7(),
+          configName: "retention",
+          configVersion: 1,
+          configSnapshot: snapshot,
+          input: null,
+        });
+      const old = await mkExec();
+      const running = await mkExec();
+      db.lineage.record(row(old.id, { status: "completed" }));
+      db.lineage.record(row(running.id));
+      await db.lineage.flush();
+      await db.executions.finishExecution(old.id, "completed");
+      expect(await db.executions.deleteExecutionsBefore(new Date(Date.now() - 60_000))).toBe(0);
+      expect(
+        await db.executions.deleteExecutionsBefore(new Date(Date.now() + 60_000)),
+      ).toBeGreaterThanOrEqual(1);
+      expect(await db.executions.getExecution(old.id)).toBeUndefined();
+      expect((await db.lineage.rows(old.id)).total).toBe(0);
+      expect(await db.executions.getExecution(running.id)).toBeDefined();
+      expect((await db.lineage.rows(running.id)).total).toBe(1);
+    });
+  });
+}
