@@ -1,0 +1,169 @@
+import {
+  type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterSource,
+  type DestinationInfo,
+  type DestinationStats,
+  Headers,
+  type QueueAdminProtocol,
+  TOPIC_PREFIX,
+} from "@factflow/protocols";
+import type { Broker } from "./broker.js";
+import { invalidInput } from "./errors.js";
+import { type StoredMessage, toEnvelope } from "./message.js";
+import { queueKey, resolveTarget, validateSubscriptionName } from "./naming.js";
+import type { PhysicalQueue } from "./physical-queue.js";
+
+/** The physical queues a source addresses (none when nothing was ever published or subscribed there). */
+function queuesOf(broker: Broker, source: DeadLetterSource, needOne: boolean): PhysicalQueue[] {
+  if (typeof source !== "object" || source === null) {
+    throw invalidInput("invalid_argument", 'admin calls take a source like { destination: "/queue/orders" }');
+  }
+  const target = resolveTarget(source.destination);
+  if (target.kind === "queue") {
+    if (source.subscription !== undefined) validateSubscriptionName(source.subscription);
+    const queue = broker.queues.get(queueKey(target.name));
+    return queue === undefined ? [] : [queue];
+  }
+  const subs = broker.topics.get(target.name);
+  if (source.subscription === undefined) {
+    if (needOne) {
+      throw invalidInput(
+        "invalid_argument",
+        `dead letters of topic ${target.destination} are kept per subscription: pass { destination, subscription }`,
+      );
+    }
+    return subs === undefined ? [] : [...subs.values()];
+  }
+  const queue = subs?.get(validateSubscriptionName(source.subscription));
+  return queue === undefined ? [] : [queue];
+}
+
+function toDeadLetter(queue: PhysicalQueue, m: StoredMessage): DeadLetter {
+  const dead = m.dead ?? {
+    reason: "unknown",
+    at: m.publishedAt,
+    attempts: m.attempt,
+    lastError: m.lastError,
+  };
+  const extra: Record<string, string> = {
+    [Headers.deadLetterReason]: dead.reason,
+    [Headers.originalDestination]: queue.destination,
+    [Headers.deadLetteredAt]: dead.at,
+    [Headers.deliveryAttempt]: String(dead.attempts),
+  };
+  if (queue.subscription !== undefined) extra[Headers.originalSubscription] = queue.subscription;
+  const letter = {
+    message: toEnvelope(m, extra),
+    reason: dead.reason,
+    attempts: dead.attempts,
+    deadLetteredAt: dead.at,
+  };
+  return dead.lastError === undefined ? letter : { ...letter, lastError: dead.lastError };
+}
+
+function findDead(queue: PhysicalQueue | undefined, messageId: string): StoredMessage | undefined {
+  if (queue === undefined) return undefined;
+  for (const m of queue.dead.values()) if (m.id === messageId) return m;
+  return undefined;
+}
+
+function checkId(messageId: unknown): string {
+  if (typeof messageId !== "string" || messageId.length === 0) {
+    throw invalidInput(
+      "invalid_argument",
+      "messageId must be the non-empty id of a dead letter (see browseDeadLetters)",
+    );
+  }
+  return messageId;
+}
+
+/**
+ * The admin API over the broker's own structures, so every figure is exact the moment it is read.
+ * `use` is the provider's lifecycle guard: it returns the broker or throws the right error.
+ */
+export function createAdmin(use: (operation: string) => Broker): QueueAdminProtocol {
+  return {
+    async listDestinations(): Promise<readonly DestinationInfo[]> {
+      const broker = use("admin.listDestinations");
+      const out: DestinationInfo[] = [];
+      for (const queue of broker.queues.values()) {
+        if (!queue.isTopicSubscription) out.push({ destination: queue.destination, kind: "queue" });
+      }
+      for (const [topic, subs] of broker.topics) {
+        out.push({ destination: `${TOPIC_PREFIX}${topic}`, kind: "topic", subscriptions: [...subs.keys()] });
+      }
+      return out.sort((a, b) => a.destination.localeCompare(b.destination));
+    },
+
+    async stats(source: DeadLetterSource): Promise<DestinationStats> {
+      const broker = use("admin.stats");
+      const queues = queuesOf(broker, source, false);
+      let depth = 0;
+      let consumers = 0;
+      let inFlight = 0;
+      let dlqDepth = 0;
+      for (const queue of queues) {
+        depth += queue.depth;
+        consumers += queue.consumers.length;
+        inFlight += queue.inFlight;
+        dlqDepth += queue.dead.size;
+      }
+      const stats = { destination: source.destination, depth, consumers, inFlight, dlqDepth };
+      return source.subscription === undefined ? stats : { ...stats, subscription: source.subscription };
+    },
+
+    async browseDeadLetters(source, page): Promise<DeadLetterPage> {
+      const broker = use("admin.browseDeadLetters");
+      const offset = page?.offset ?? 0;
+      const limit = page?.limit ?? 50;
+      if (
+        !Number.isInteger(offset) ||
+        offset < 0 ||
+        !Number.isInteger(limit) ||
+        limit < 0 ||
+        limit > 10_000
+      ) {
+        throw invalidInput("invalid_argument", "page needs an integer offset >= 0 and limit from 0 to 10000");
+      }
+      const queue = queuesOf(broker, source, true)[0];
+      if (queue === undefined) return { total: 0, offset, items: [] };
+      const items: DeadLetter[] = [];
+      let index = 0;
+      for (const m of queue.dead.values()) {
+        if (items.length >= limit) break;
+        if (index++ >= offset) items.push(toDeadLetter(queue, m));
+      }
+      return { total: queue.dead.size, offset, items };
+    },
+
+    async redriveAll(source): Promise<{ redriven: number }> {
+      const broker = use("admin.redriveAll");
+      const queue = queuesOf(broker, source, true)[0];
+      if (queue === undefined) return { redriven: 0 };
+      const messages = [...queue.dead.values()];
+      await broker.redrive(queue, messages);
+      return { redriven: messages.length };
+    },
+
+    async redriveOne(source, messageId): Promise<{ redriven: boolean }> {
+      const broker = use("admin.redriveOne");
+      const id = checkId(messageId);
+      const queue = queuesOf(broker, source, true)[0];
+      const message = findDead(queue, id);
+      if (queue === undefined || message === undefined) return { redriven: false };
+      await broker.redrive(queue, [message]);
+      return { redriven: true };
+    },
+
+    async discardOne(source, messageId): Promise<{ discarded: boolean }> {
+      const broker = use("admin.discardOne");
+      const id = checkId(messageId);
+      const queue = queuesOf(broker, source, true)[0];
+      const message = findDead(queue, id);
+      if (queue === undefined || message === undefined) return { discarded: false };
+      await broker.discard(queue, message);
+      return { discarded: true };
+    },
+  };
+}

@@ -1,0 +1,410 @@
+import {
+  type Delivery,
+  type Destination,
+  type DurabilityCounters,
+  emptyDurabilityCounters,
+  type HandlerResult,
+  type Logger,
+  type MessageHandler,
+  QUEUE_PREFIX,
+  resolveRetryPolicy,
+  retryDelayMs,
+  type SubscribeOptions,
+  TOPIC_PREFIX,
+} from "@factflow/protocols";
+import type { EmbeddedConfig } from "./config.js";
+import { type ActiveDelivery, Consumer } from "./consumer.js";
+import type { Journal } from "./journal.js";
+import { type PreparedMessage, type StoredMessage, toEnvelope } from "./message.js";
+import { queueKey, subscriptionKey, type Target } from "./naming.js";
+import { PhysicalQueue } from "./physical-queue.js";
+import { mergeLayout, type QueueDefinition, sameLayout } from "./queue-options.js";
+import { Scheduler } from "./scheduler.js";
+import { decide, incomplete, type Outcome, type Verdict } from "./settlement.js";
+
+/** Default per-delivery handler timeout (30 minutes), as in the protocol. */
+const DEFAULT_HANDLER_TIMEOUT_MS = 1_800_000;
+
+/**
+ * The in-process broker: physical queues, topics and their durable subscriptions, dispatch to
+ * consumers and settlement of what handlers return. The journal makes each change durable in the
+ * file mode; this class never touches the disk itself.
+ */
+export class Broker {
+  readonly queues = new Map<string, PhysicalQueue>();
+  /** Topic name → subscription name → its physical queue. */
+  readonly topics = new Map<string, Map<string, PhysicalQueue>>();
+  /** File mode: every stored message not yet acked or discarded (dead letters included), by sequence. */
+  readonly live = new Map<number, StoredMessage>();
+  liveBytes = 0;
+  liveCount = 0;
+  nextSeq = 1;
+  readonly counters: DurabilityCounters = emptyDurabilityCounters();
+  readonly scheduler = new Scheduler();
+  #consumers = 0;
+  closed = false;
+  readonly #pump = (queue: PhysicalQueue): void => this.pump(queue);
+
+  constructor(
+    readonly config: EmbeddedConfig,
+    public journal: Journal,
+    readonly logger: Logger,
+  ) {}
+
+  queueNamed(name: string): PhysicalQueue {
+    const key = queueKey(name);
+    let queue = this.queues.get(key);
+    if (queue === undefined) {
+      queue = new PhysicalQueue(
+        key,
+        `${QUEUE_PREFIX}${name}` as Destination,
+        undefined,
+        this.scheduler,
+        this.#pump,
+      );
+      this.queues.set(key, queue);
+    }
+    return queue;
+  }
+
+  /** The durable subscription queue of a topic; `created` when this call made it. */
+  subscriptionQueue(topic: string, subscription: string): { queue: PhysicalQueue; created: boolean } {
+    let subs = this.topics.get(topic);
+    if (subs === undefined) {
+      subs = new Map();
+      this.topics.set(topic, subs);
+    }
+    const existing = subs.get(subscription);
+    if (existing !== undefined) return { queue: existing, created: false };
+    const key = subscriptionKey(topic, subscription);
+    const queue = new PhysicalQueue(
+      key,
+      `${TOPIC_PREFIX}${topic}` as Destination,
+      subscription,
+      this.scheduler,
+      this.#pump,
+    );
+    this.queues.set(key, queue);
+    subs.set(subscription, queue);
+    return { queue, created: true };
+  }
+
+  /**
+   * Stores a message in every queue the destination reaches. Returns a promise only when there is
+   * something to wait for (the file mode's commit); the memory mode stores it synchronously.
+   */
+  publish(target: Target, prepared: PreparedMessage): Promise<void> | undefined {
+    let queues: PhysicalQueue[];
+    if (target.kind === "queue") {
+      queues = [this.queueNamed(target.name)];
+    } else {
+      let subs = this.topics.get(target.name);
+      if (subs === undefined) {
+        subs = new Map();
+        this.topics.set(target.name, subs);
+      }
+      queues = [...subs.values()];
+    }
+    this.counters.published++;
+    // One queue (the common case) stores the prepared object itself; a topic stores one copy each.
+    const messages: StoredMessage[] = queues.map((queue, i) => {
+      const message = i === 0 ? prepared : { ...prepared };
+      message.seq = this.nextSeq++;
+      message.queueKey = queue.key;
+      return message;
+    });
+    if (this.journal.durable && messages.length > 0) {
+      return this.journal.publish(messages).then(() => this.#deliverable(queues, messages));
+    }
+    this.#deliverable(queues, messages);
+    return undefined;
+  }
+
+  #deliverable(queues: readonly PhysicalQueue[], messages: readonly StoredMessage[]): void {
+    this.counters.confirmed++;
+    if (this.closed) return;
+    const now = Date.now();
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i] as StoredMessage;
+      const queue = queues[i] as PhysicalQueue;
+      this.adopt(message);
+      queue.enqueue(message, now);
+      this.pump(queue);
+    }
+  }
+
+  /** Counts a stored message; the durable mode also indexes it, since compaction rewrites them all. */
+  adopt(message: StoredMessage): void {
+    if (this.journal.durable) this.live.set(message.seq, message);
+    this.liveCount++;
+    this.liveBytes += message.bytes;
+  }
+
+  #forget(message: StoredMessage): void {
+    if (this.journal.durable) this.live.delete(message.seq);
+    this.liveCount--;
+    this.liveBytes -= message.bytes;
+  }
+
+  /** Applies a queue definition (layout + subscription defaults). Returns whether anything changed. */
+  applyDefinition(queue: PhysicalQueue, definition: QueueDefinition): boolean {
+    const changed = JSON.stringify(queue.definition ?? null) !== JSON.stringify(definition);
+    queue.definition = definition;
+    const layout = mergeLayout(queue.layout, definition);
+    if (!sameLayout(layout, queue.layout)) queue.relayout(layout);
+    this.pump(queue);
+    return changed;
+  }
+
+  attach(
+    queue: PhysicalQueue,
+    destination: Destination,
+    handler: MessageHandler,
+    options: SubscribeOptions,
+  ): Consumer {
+    const layout = mergeLayout(queue.layout, options);
+    if (!sameLayout(layout, queue.layout)) queue.relayout(layout);
+    const def = queue.definition;
+    const prefetch = options.prefetch ?? def?.prefetch ?? this.config.defaultPrefetch;
+    const concurrency = options.concurrency ?? def?.concurrency ?? 1;
+    const retry = resolveRetryPolicy(
+      Object.fromEntries(
+        Object.entries({ ...def?.retry, ...options.retry }).filter(([, value]) => value !== undefined),
+      ),
+    );
+    const consumer = new Consumer(
+      queue,
+      destination,
+      options.subscription,
+      handler,
+      Math.min(prefetch, concurrency),
+      retry,
+      options.handlerTimeoutMs ?? def?.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
+    );
+    queue.consumers = [...queue.consumers, consumer];
+    consumer.sweep = setInterval(() => this.#sweep(consumer), consumer.sweepPeriodMs);
+    consumer.sweep.unref();
+    this.#consumers++;
+    this.scheduler.setKeepAlive(true);
+    this.pump(queue);
+    return consumer;
+  }
+
+  /** Stops a consumer: in-flight handlers are aborted and their messages go back to the front. */
+  detach(consumer: Consumer, reason: string): void {
+    if (consumer.closed) return;
+    consumer.closed = true;
+    clearInterval(consumer.sweep);
+    const queue = consumer.queue;
+    queue.consumers = queue.consumers.filter((c) => c !== consumer);
+    this.#consumers--;
+    this.scheduler.setKeepAlive(this.#consumers > 0);
+    for (const active of [...consumer.active]) this.#abandon(active, reason);
+    if (!this.closed) this.pump(queue);
+  }
+
+  /** Hands ready messages to consumers with free slots, round-robin. Re-entrant calls are folded in. */
+  pump(queue: PhysicalQueue): void {
+    if (queue.pumping) {
+      queue.pumpAgain = true;
+      return;
+    }
+    queue.pumping = true;
+    try {
+      do {
+        queue.pumpAgain = false;
+        const now = Date.now();
+        for (;;) {
+          if (this.closed || queue.ready.size === 0) break;
+          const consumers = queue.consumers;
+          const n = consumers.length;
+          let chosen: Consumer | undefined;
+          for (let i = 0; i < n; i++) {
+            const candidate = consumers[(queue.cursor + i) % n] as Consumer;
+            if (candidate.hasCapacity) {
+              chosen = candidate;
+              queue.cursor = (queue.cursor + i + 1) % n;
+              break;
+            }
+          }
+          if (chosen === undefined) break;
+          const message = queue.ready.next(now);
+          if (message === undefined) break;
+          this.#dispatch(chosen, message, now);
+        }
+      } while (queue.pumpAgain);
+    } finally {
+      queue.pumping = false;
+    }
+  }
+
+  #dispatch(consumer: Consumer, message: StoredMessage, now: number): void {
+    consumer.queue.inFlight++;
+    const active: ActiveDelivery = {
+      message,
+      consumer,
+      controller: consumer.shared ?? new AbortController(),
+      startedAt: now,
+      done: false,
+    };
+    consumer.active.add(active);
+    const delivery: Delivery = {
+      message: toEnvelope(message),
+      destination: consumer.destination,
+      subscription: consumer.subscription,
+      attempt: message.attempt,
+      redelivered: message.redelivered,
+    };
+    let result: Promise<HandlerResult> | HandlerResult;
+    try {
+      result = consumer.handler(delivery, active.controller.signal);
+    } catch (error) {
+      this.#settle(active, { thrown: error });
+      return;
+    }
+    if (typeof (result as Promise<HandlerResult>)?.then === "function") {
+      (result as Promise<HandlerResult>).then(
+        (value) => this.#settle(active, { result: value }),
+        (error: unknown) => this.#settle(active, { thrown: error }),
+      );
+    } else {
+      this.#settle(active, { result: result as HandlerResult });
+    }
+  }
+
+  #release(active: ActiveDelivery): void {
+    active.done = true;
+    active.consumer.active.delete(active);
+    active.consumer.queue.inFlight--;
+  }
+
+  /** Subscription or provider closing mid-handler: back to the front, no attempt consumed. */
+  #abandon(active: ActiveDelivery, reason: string): void {
+    if (active.done) return;
+    this.#release(active);
+    const message = active.message;
+    message.redelivered = true;
+    this.counters.redelivered++;
+    active.consumer.queue.returnToFront(message, Date.now());
+    active.controller.abort(new Error(`[factflow/embedded] ${reason}: the message will be redelivered`));
+  }
+
+  #sweep(consumer: Consumer): void {
+    if (consumer.active.size === 0) return;
+    const cutoff = Date.now() - consumer.handlerTimeoutMs;
+    for (const active of [...consumer.active]) if (active.startedAt <= cutoff) this.#timeout(active);
+  }
+
+  #timeout(active: ActiveDelivery): void {
+    if (active.done) return;
+    const ms = active.consumer.handlerTimeoutMs;
+    this.#release(active);
+    if (active.controller !== active.consumer.shared) {
+      active.controller.abort(new Error(`[factflow/embedded] handler timed out after ${ms} ms`));
+    }
+    const { consumer, message } = active;
+    this.#apply(
+      consumer,
+      message,
+      incomplete(`handler timed out after ${ms} ms`, message.attempt, consumer.retry.maxAttempts),
+    );
+    this.pump(active.consumer.queue);
+  }
+
+  #settle(active: ActiveDelivery, outcome: Outcome): void {
+    if (active.done) {
+      // Already returned to the queue by an abort or a timeout; this late result settles nothing.
+      this.counters.superseded++;
+      return;
+    }
+    this.#release(active);
+    const { consumer, message } = active;
+    this.#apply(
+      consumer,
+      message,
+      decide(outcome, message.attempt, consumer.retry.maxAttempts, consumer.queue.isTopicSubscription),
+    );
+    this.pump(consumer.queue);
+  }
+
+  #apply(consumer: Consumer, message: StoredMessage, verdict: Verdict): void {
+    const queue = consumer.queue;
+    switch (verdict.kind) {
+      case "ack":
+        queue.release(message);
+        this.#forget(message);
+        this.journal.ack(message);
+        this.counters.acked++;
+        return;
+      case "dead":
+        this.deadLetter(queue, message, verdict.reason, verdict.lastError);
+        return;
+      case "retry":
+        if (verdict.incomplete) this.counters.redelivered++;
+        else this.counters.retried++;
+        this.#retry(consumer, message, verdict.lastError, verdict.incomplete);
+    }
+  }
+
+  #retry(consumer: Consumer, message: StoredMessage, lastError: string, redelivered: boolean): void {
+    const now = Date.now();
+    message.attempt++;
+    message.lastError = lastError;
+    message.deliveryHeaders = undefined;
+    message.redelivered = redelivered;
+    message.notBefore = now + retryDelayMs(consumer.retry, message.attempt);
+    this.journal.retry(message);
+    consumer.queue.returnToFront(message, now);
+  }
+
+  deadLetter(
+    queue: PhysicalQueue,
+    message: StoredMessage,
+    reason: string,
+    lastError: string | undefined,
+  ): void {
+    queue.release(message);
+    message.lastError = lastError;
+    message.deliveryHeaders = undefined;
+    message.dead = { reason, at: new Date().toISOString(), attempts: message.attempt, lastError };
+    queue.dead.set(message.seq, message);
+    this.journal.deadLetter(message);
+    this.counters.deadLettered++;
+  }
+
+  /** Moves dead letters back to their queue with a fresh budget. */
+  async redrive(queue: PhysicalQueue, messages: readonly StoredMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    const now = Date.now();
+    for (const message of messages) {
+      queue.dead.delete(message.seq);
+      message.dead = undefined;
+      message.attempt = 1;
+      message.lastError = undefined;
+      message.deliveryHeaders = undefined;
+      message.notBefore = 0;
+      message.redelivered = false;
+      // The queue's layout may have changed while it was dead: recompute its lane on the way back.
+      message.lane = undefined;
+    }
+    const durable = this.journal.redrive(messages);
+    for (const message of messages) queue.enqueue(message, now);
+    this.pump(queue);
+    await durable;
+  }
+
+  async discard(queue: PhysicalQueue, message: StoredMessage): Promise<void> {
+    queue.dead.delete(message.seq);
+    this.#forget(message);
+    await this.journal.discard(message);
+  }
+
+  /** Aborts every handler and stops the scheduler; waiting state stays as the journal has it. */
+  close(): void {
+    this.closed = true;
+    for (const queue of this.queues.values()) {
+      for (const consumer of queue.consumers) this.detach(consumer, "provider closed");
+    }
+    this.scheduler.stop();
+  }
+}

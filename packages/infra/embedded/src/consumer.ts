@@ -1,0 +1,53 @@
+import type { Destination, MessageHandler, RetryPolicy } from "@factflow/protocols";
+import type { StoredMessage } from "./message.js";
+import type { PhysicalQueue } from "./physical-queue.js";
+
+/** One delivery being handled. `done` flips once: by the handler's return, a timeout or an abort. */
+export interface ActiveDelivery {
+  readonly message: StoredMessage;
+  readonly consumer: Consumer;
+  readonly controller: AbortController;
+  /** Epoch ms the handler started, for the timeout sweep. */
+  readonly startedAt: number;
+  done: boolean;
+}
+
+/** One `subscribe` call attached to a physical queue. */
+export class Consumer {
+  readonly active = new Set<ActiveDelivery>();
+  closed = false;
+  /**
+   * One sweep timer per consumer enforces the handler timeout, instead of a timer per delivery: at
+   * high rates the per-delivery timers cost more than the broker itself. A handler is aborted between
+   * `handlerTimeoutMs` and `handlerTimeoutMs` + one sweep period after it started.
+   */
+  sweep: NodeJS.Timeout | undefined;
+  /**
+   * The signal of handlers declared with exactly one parameter: they cannot read the signal, and an
+   * AbortController per delivery is the largest single cost of the in-process hot path. It fires on
+   * unsubscribe and close like the per-delivery ones; a timeout still redelivers the message.
+   */
+  readonly shared: AbortController | undefined;
+
+  constructor(
+    readonly queue: PhysicalQueue,
+    readonly destination: Destination,
+    readonly subscription: string,
+    readonly handler: MessageHandler,
+    /** Handlers at once: `min(prefetch, concurrency)`, since an in-process broker buffers nothing. */
+    readonly slots: number,
+    readonly retry: RetryPolicy,
+    readonly handlerTimeoutMs: number,
+  ) {
+    this.shared = handler.length === 1 ? new AbortController() : undefined;
+  }
+
+  /** Sweep period: a quarter of the timeout, between 5 ms and 1 s. */
+  get sweepPeriodMs(): number {
+    return Math.min(1_000, Math.max(5, Math.floor(this.handlerTimeoutMs / 4)));
+  }
+
+  get hasCapacity(): boolean {
+    return !this.closed && this.active.size < this.slots;
+  }
+}

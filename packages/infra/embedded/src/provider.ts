@@ -1,0 +1,277 @@
+import { mkdir } from "node:fs/promises";
+import {
+  type DurabilityCounters,
+  emptyDurabilityCounters,
+  type Logger,
+  type MessageHandler,
+  type OutboundMessage,
+  type ProviderCapabilities,
+  type PublishReceipt,
+  type QueueProtocol,
+  type SubscribeOptions,
+  type Subscription,
+  silentLogger,
+} from "@factflow/protocols";
+import { createAdmin } from "./admin.js";
+import { Broker } from "./broker.js";
+import { classifyError } from "./classify-error.js";
+import { type EmbeddedConfig, type EmbeddedConfigInput, parseEmbeddedConfig } from "./config.js";
+import { closedError, invalidInput, notConnectedError, PROVIDER_NAME } from "./errors.js";
+import { FileJournal } from "./file-journal.js";
+import { memoryJournal } from "./journal.js";
+import { acquireLock, type CorruptTail, type RecoveredState, recoverLog } from "./log-store.js";
+import { prepareMessage } from "./message.js";
+import { parseKey, resolveTarget, validateSubscriptionName } from "./naming.js";
+import { parseDefinition, parseSubscribeOptions, type QueueDefinition } from "./queue-options.js";
+import { encodeMessage, encodeRecord } from "./record-codec.js";
+
+/** Figures of the embedded store: what recovery found and what the log looks like now. */
+export interface EmbeddedStoreStats {
+  readonly mode: "memory" | "file";
+  /** Messages held (waiting, scheduled, in flight or dead-lettered). */
+  readonly liveMessages: number;
+  /** Body + header bytes of those messages. */
+  readonly liveBytes: number;
+  /** Current log size (file mode). */
+  readonly logBytes: number;
+  readonly commits: number;
+  readonly compactions: number;
+  /** Live messages rebuilt from the log by `connect()`. */
+  readonly recoveredMessages: number;
+  /** Records read from the log by `connect()`. */
+  readonly recoveredRecords: number;
+  /** Damaged tails found by `connect()` (0 or 1 per connect). */
+  readonly corruptTails: number;
+  readonly corruptTail?: CorruptTail;
+}
+
+/** The embedded provider: a `QueueProtocol` plus runtime queue definitions and store figures. */
+export interface EmbeddedProvider extends QueueProtocol {
+  readonly name: "embedded";
+  readonly config: EmbeddedConfig;
+  /**
+   * Defines (or redefines) a queue: its ordering, FIFO group field and priorities, and defaults for
+   * subscriptions that leave prefetch, concurrency, retry or handler timeout out. In file mode the
+   * definition is persisted before this resolves and recreated by every later `connect()`.
+   */
+  defineQueue(
+    destination: string,
+    definition?: QueueDefinition,
+  ): Promise<{ destination: string; changed: boolean }>;
+  storeStats(): EmbeddedStoreStats;
+}
+
+/** Collaborators that are not configuration. */
+export interface EmbeddedProviderOptions {
+  /** Receives recovery warnings (damaged tails) and compaction notices. @default silentLogger */
+  readonly logger?: Logger;
+}
+
+function restore(broker: Broker, state: RecoveredState): void {
+  for (const key of state.subscriptions) {
+    const parsed = parseKey(key);
+    if (parsed?.kind === "topic") broker.subscriptionQueue(parsed.name, parsed.subscription);
+  }
+  for (const [key, definition] of state.definitions) {
+    const parsed = parseKey(key);
+    if (parsed?.kind === "queue") broker.applyDefinition(broker.queueNamed(parsed.name), definition);
+  }
+  const now = Date.now();
+  for (const message of state.messages) {
+    const parsed = parseKey(message.queueKey);
+    if (parsed === undefined) continue;
+    const queue =
+      parsed.kind === "queue"
+        ? broker.queueNamed(parsed.name)
+        : broker.subscriptionQueue(parsed.name, parsed.subscription).queue;
+    broker.adopt(message);
+    if (message.dead !== undefined) queue.dead.set(message.seq, message);
+    else queue.enqueue(message, now);
+  }
+  broker.nextSeq = state.maxSeq + 1;
+}
+
+function* snapshotRecords(broker: Broker): Generator<string> {
+  for (const queue of broker.queues.values()) {
+    if (queue.isTopicSubscription) yield encodeRecord({ t: "s", q: queue.key });
+    if (queue.definition !== undefined) yield encodeRecord({ t: "q", q: queue.key, o: queue.definition });
+  }
+  for (const message of broker.live.values()) yield encodeMessage(message);
+}
+
+/**
+ * Creates the embedded provider, the default that needs no broker. `mode: "memory"` (the default)
+ * keeps everything in the process; `mode: "file"` keeps an append-only, group-committed log under
+ * `dataDir` that `connect()` recovers. Throws a `ConfigError` for an invalid config.
+ */
+export function createEmbeddedProvider(
+  input?: EmbeddedConfigInput,
+  options: EmbeddedProviderOptions = {},
+): EmbeddedProvider {
+  const config = parseEmbeddedConfig(input);
+  const logger = options.logger ?? silentLogger;
+  let state: "new" | "connecting" | "open" | "closed" = "new";
+  let broker: Broker | undefined;
+  let journal: FileJournal | undefined;
+  let releaseLock: (() => Promise<void>) | undefined;
+  let connecting: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+  let recovered: RecoveredState | undefined;
+
+  const use = (operation: string): Broker => {
+    if (state === "closed") throw closedError(operation);
+    if (state !== "open" || broker === undefined) throw notConnectedError(operation);
+    return broker;
+  };
+
+  const capabilities: ProviderCapabilities = Object.freeze({
+    priorities: true,
+    retryDelay: "exponential",
+    delayGranularityMs: 5,
+    fifo: true,
+    messageGroups: true,
+    durable: config.mode === "file",
+    maxMessageBytes: config.maxMessageBytes,
+  });
+
+  async function open(): Promise<void> {
+    const b = new Broker(config, memoryJournal, logger);
+    if (config.mode === "file") {
+      try {
+        await mkdir(config.dataDir, { recursive: true });
+      } catch (error) {
+        throw classifyError(error, `creating the data directory ${config.dataDir}`);
+      }
+      releaseLock = await acquireLock(config.dataDir);
+      try {
+        const log = await recoverLog(config.dataDir, logger);
+        recovered = log.state;
+        journal = new FileJournal(
+          log.path,
+          log.handle,
+          log.state.logBytes,
+          config,
+          () => ({ records: snapshotRecords(b), liveBytes: b.liveBytes, liveCount: b.liveCount }),
+          logger,
+        );
+        b.journal = journal;
+        restore(b, log.state);
+      } catch (error) {
+        await releaseLock();
+        releaseLock = undefined;
+        throw error;
+      }
+    }
+    broker = b;
+    if (state === "connecting") state = "open";
+  }
+
+  const provider: EmbeddedProvider = {
+    name: PROVIDER_NAME,
+    config,
+    capabilities,
+    admin: createAdmin(use),
+
+    connect(): Promise<void> {
+      if (state === "closed") return Promise.reject(closedError("connect"));
+      if (connecting === undefined) {
+        state = "connecting";
+        connecting = open().catch((error: unknown) => {
+          state = "new";
+          connecting = undefined;
+          throw error;
+        });
+      }
+      return connecting;
+    },
+
+    close(): Promise<void> {
+      closing ??= (async () => {
+        const pending = connecting;
+        state = "closed";
+        if (pending !== undefined) await pending.catch(() => undefined);
+        broker?.close();
+        await journal?.close();
+        await releaseLock?.();
+      })();
+      return closing;
+    },
+
+    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+      const b = use("publish");
+      const target = resolveTarget(destination);
+      const prepared = prepareMessage(message, config.maxMessageBytes, Date.now());
+      const durable = b.publish(target, prepared);
+      if (durable !== undefined) await durable;
+      return { id: prepared.id };
+    },
+
+    async subscribe(
+      destination: string,
+      handler: MessageHandler,
+      options: SubscribeOptions,
+    ): Promise<Subscription> {
+      const b = use("subscribe");
+      const target = resolveTarget(destination);
+      if (typeof handler !== "function")
+        throw invalidInput("invalid_argument", "subscribe needs a handler function");
+      if (typeof options !== "object" || options === null) {
+        throw invalidInput(
+          "invalid_argument",
+          'subscribe needs options with at least { subscription: "<name>" }',
+        );
+      }
+      const name = validateSubscriptionName(options.subscription);
+      parseSubscribeOptions(options);
+      let queue = target.kind === "queue" ? b.queueNamed(target.name) : undefined;
+      if (queue === undefined) {
+        const sub = b.subscriptionQueue(target.name, name);
+        if (sub.created) await b.journal.subscribe(sub.queue.key);
+        queue = sub.queue;
+      }
+      if (state === "closed") throw closedError("subscribe");
+      const consumer = b.attach(queue, target.destination, handler, options);
+      return {
+        destination: target.destination,
+        name,
+        unsubscribe: async () => b.detach(consumer, "subscription closed"),
+      };
+    },
+
+    counters(): DurabilityCounters {
+      return broker === undefined ? emptyDurabilityCounters() : { ...broker.counters };
+    },
+
+    async defineQueue(destination: string, definition: QueueDefinition = {}) {
+      const b = use("defineQueue");
+      const target = resolveTarget(destination);
+      if (target.kind !== "queue") {
+        throw invalidInput(
+          "invalid_destination",
+          `defineQueue takes a "/queue/..." destination, got ${destination}`,
+        );
+      }
+      const parsed = parseDefinition(definition);
+      const queue = b.queueNamed(target.name);
+      const changed = b.applyDefinition(queue, parsed);
+      if (changed) await b.journal.define(queue.key, parsed);
+      return { destination: target.destination, changed };
+    },
+
+    storeStats(): EmbeddedStoreStats {
+      const stats = {
+        mode: config.mode,
+        liveMessages: broker?.liveCount ?? 0,
+        liveBytes: broker?.liveBytes ?? 0,
+        logBytes: journal?.stats.logBytes ?? 0,
+        commits: journal?.stats.commits ?? 0,
+        compactions: journal?.stats.compactions ?? 0,
+        recoveredMessages: recovered?.messages.length ?? 0,
+        recoveredRecords: recovered?.records ?? 0,
+        corruptTails: recovered?.corruptTail === undefined ? 0 : 1,
+      };
+      return recovered?.corruptTail === undefined ? stats : { ...stats, corruptTail: recovered.corruptTail };
+    },
+  };
+  return provider;
+}

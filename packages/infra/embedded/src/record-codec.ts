@@ -1,0 +1,160 @@
+import { crc32 } from "node:zlib";
+import type { StoredMessage } from "./message.js";
+import type { QueueDefinition } from "./queue-options.js";
+
+/**
+ * The log's byte format. A file starts with the 8-byte magic `FFQLOG1\n`; then records, each
+ * `[u32 LE payload length][u32 LE CRC-32 of the payload][payload]`, where the payload is one JSON
+ * object whose `t` says what happened:
+ *
+ * | t | meaning | fields |
+ * |---|---|---|
+ * | `p` | publish (or, after compaction, the current state of a live message) | seq, queue key, id, headers, … , body |
+ * | `a` | acked: gone | seq |
+ * | `r` | retry scheduled | seq, next attempt, not-before, last error |
+ * | `d` | dead-lettered | seq, reason, time, attempts, last error |
+ * | `v` | redriven from the DLQ with a fresh budget | seq |
+ * | `x` | discarded from the DLQ | seq |
+ * | `q` | queue defined at runtime | queue key, definition |
+ * | `s` | durable topic subscription created | queue key |
+ */
+export const LOG_MAGIC = Buffer.from("FFQLOG1\n", "latin1");
+export const RECORD_HEADER_BYTES = 8;
+/** A length above this is treated as corruption rather than a huge record. */
+export const MAX_RECORD_BYTES = 512 * 1024 * 1024;
+
+export type LogRecord =
+  | {
+      t: "p";
+      s: number;
+      q: string;
+      i: string;
+      h: Record<string, string>;
+      c: string;
+      e?: string;
+      tp?: string;
+      pr?: number;
+      ts: string;
+      a: number;
+      nb: number;
+      le?: string;
+      n: number;
+      b: unknown;
+      dr?: string;
+      da?: string;
+      dn?: number;
+    }
+  | { t: "a"; s: number }
+  | { t: "r"; s: number; a: number; nb: number; le?: string }
+  | { t: "d"; s: number; r: string; at: string; n: number; le?: string }
+  | { t: "v"; s: number }
+  | { t: "x"; s: number }
+  | { t: "q"; q: string; o: QueueDefinition }
+  | { t: "s"; q: string };
+
+/** Frames one JSON payload. */
+export function frame(json: string): Buffer {
+  const length = Buffer.byteLength(json);
+  const buffer = Buffer.allocUnsafe(RECORD_HEADER_BYTES + length);
+  buffer.write(json, RECORD_HEADER_BYTES, "utf8");
+  buffer.writeUInt32LE(length, 0);
+  buffer.writeUInt32LE(crc32(buffer.subarray(RECORD_HEADER_BYTES)), 4);
+  return buffer;
+}
+
+/**
+ * The publish record of a message in its current state. The body is spliced in as the JSON text it
+ * already is, so it is never encoded twice.
+ */
+export function encodeMessage(m: StoredMessage): string {
+  let json = `{"t":"p","s":${m.seq},"q":${JSON.stringify(m.queueKey)},"i":${JSON.stringify(m.id)},"h":${JSON.stringify(m.headers)},"c":${JSON.stringify(m.correlationId)}`;
+  if (m.executionId !== undefined) json += `,"e":${JSON.stringify(m.executionId)}`;
+  if (m.traceparent !== undefined) json += `,"tp":${JSON.stringify(m.traceparent)}`;
+  if (m.priority !== undefined) json += `,"pr":${m.priority}`;
+  json += `,"ts":"${m.publishedAt}","a":${m.attempt},"nb":${m.notBefore},"n":${m.bytes}`;
+  if (m.lastError !== undefined) json += `,"le":${JSON.stringify(m.lastError)}`;
+  if (m.dead !== undefined) {
+    json += `,"dr":${JSON.stringify(m.dead.reason)},"da":"${m.dead.at}","dn":${m.dead.attempts}`;
+  }
+  return `${json},"b":${m.bodyJson}}`;
+}
+
+export function encodeRecord(record: Exclude<LogRecord, { t: "p" }>): string {
+  return JSON.stringify(record);
+}
+
+/** The message a publish record describes. */
+export function decodeMessage(r: Extract<LogRecord, { t: "p" }>): StoredMessage {
+  return {
+    seq: r.s,
+    queueKey: r.q,
+    id: r.i,
+    bodyJson: JSON.stringify(r.b),
+    headers: r.h,
+    correlationId: r.c,
+    executionId: r.e,
+    traceparent: r.tp,
+    priority: r.pr,
+    publishedAt: r.ts,
+    bytes: r.n,
+    attempt: r.a,
+    notBefore: r.nb,
+    lastError: r.le,
+    redelivered: false,
+    lane: undefined,
+    deliveryHeaders: undefined,
+    dead:
+      r.dr === undefined
+        ? undefined
+        : { reason: r.dr, at: r.da ?? r.ts, attempts: r.dn ?? r.a, lastError: r.le },
+  };
+}
+
+/** Outcome of scanning a log buffer. */
+export interface ScanResult {
+  readonly records: LogRecord[];
+  /** Byte offset where valid data ends (the file length when the whole log is intact). */
+  readonly validBytes: number;
+  /** Why the bytes after `validBytes` were not accepted, when there are any. */
+  readonly problem?: string;
+}
+
+/** Reads every intact record; stops at the first torn or corrupted one and says where and why. */
+export function scanLog(data: Buffer): ScanResult {
+  const records: LogRecord[] = [];
+  if (data.length < LOG_MAGIC.length || !data.subarray(0, LOG_MAGIC.length).equals(LOG_MAGIC)) {
+    return {
+      records,
+      validBytes: 0,
+      problem:
+        data.length < LOG_MAGIC.length ? "file shorter than its header" : "file does not start with FFQLOG1",
+    };
+  }
+  let offset = LOG_MAGIC.length;
+  while (offset < data.length) {
+    if (data.length - offset < RECORD_HEADER_BYTES) {
+      return { records, validBytes: offset, problem: "torn record header" };
+    }
+    const length = data.readUInt32LE(offset);
+    const expected = data.readUInt32LE(offset + 4);
+    if (length > MAX_RECORD_BYTES)
+      return { records, validBytes: offset, problem: `implausible record length ${length}` };
+    const end = offset + RECORD_HEADER_BYTES + length;
+    if (end > data.length)
+      return { records, validBytes: offset, problem: "torn record (shorter than its length)" };
+    const payload = data.subarray(offset + RECORD_HEADER_BYTES, end);
+    if (crc32(payload) !== expected) return { records, validBytes: offset, problem: "CRC mismatch" };
+    let record: LogRecord;
+    try {
+      record = JSON.parse(payload.toString("utf8")) as LogRecord;
+    } catch {
+      return { records, validBytes: offset, problem: "record is not valid JSON" };
+    }
+    if (typeof record !== "object" || record === null || typeof (record as { t?: unknown }).t !== "string") {
+      return { records, validBytes: offset, problem: "record has no type" };
+    }
+    records.push(record);
+    offset = end;
+  }
+  return { records, validBytes: offset };
+}

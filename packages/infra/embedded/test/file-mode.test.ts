@@ -1,0 +1,205 @@
+import { readdir, readFile, stat, truncate, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createEmbeddedProvider, type EmbeddedConfigInput, type EmbeddedProvider } from "../src/index.js";
+import { recordingLogger, tempDir, waitFor } from "./helpers.js";
+
+let dir: { path: string; remove: () => Promise<void> };
+const open: EmbeddedProvider[] = [];
+
+beforeEach(async () => {
+  dir = await tempDir();
+});
+afterEach(async () => {
+  for (const p of open.splice(0)) await p.close();
+  await dir.remove();
+});
+
+async function start(extra: EmbeddedConfigInput = {}, logger = recordingLogger()): Promise<EmbeddedProvider> {
+  const p = createEmbeddedProvider({ mode: "file", dataDir: dir.path, ...extra }, { logger });
+  open.push(p);
+  await p.connect();
+  return p;
+}
+
+async function stop(p: EmbeddedProvider): Promise<void> {
+  await p.close();
+  open.splice(open.indexOf(p), 1);
+}
+
+describe("file mode", () => {
+  it("recovers waiting messages, dead letters, scheduled retries, definitions and subscriptions on restart", async () => {
+    const first = await start();
+    await first.defineQueue("/queue/fifo", { ordering: "fifo", groupBy: "k", concurrency: 4 });
+    const keeper = await first.subscribe("/topic/news", () => "ACKNOWLEDGED", { subscription: "keeper" });
+    await keeper.unsubscribe();
+    const sub = await first.subscribe(
+      "/queue/work",
+      (d) => {
+        const n = (d.message.body as { n: number }).n;
+        if (n < 3) return "ACKNOWLEDGED" as const;
+        if (n < 5) return "REJECTED";
+        return { status: "FAILED", reason: "later" };
+      },
+      { subscription: "s", retry: { maxAttempts: 5, initialDelayMs: 60_000 } },
+    );
+    for (let n = 0; n < 7; n++) await first.publish("/queue/work", { body: { n } });
+    await waitFor(
+      () =>
+        first.counters().acked === 3 && first.counters().deadLettered === 2 && first.counters().retried === 2,
+      "settlements",
+    );
+    await sub.unsubscribe();
+    for (let n = 0; n < 3; n++) await first.publish("/queue/fifo", { body: { k: "a", n } });
+    await first.publish("/topic/news", { body: "while nobody listens" });
+    await stop(first);
+
+    const second = await start();
+    expect(second.storeStats()).toMatchObject({ recoveredMessages: 8, corruptTails: 0 });
+    expect(await second.admin.stats({ destination: "/queue/work" })).toMatchObject({
+      depth: 2,
+      dlqDepth: 2,
+      inFlight: 0,
+    });
+    const dead = await second.admin.browseDeadLetters(
+      { destination: "/queue/work" },
+      { offset: 0, limit: 10 },
+    );
+    expect(dead.items.map((l) => [(l.message.body as { n: number }).n, l.reason])).toEqual([
+      [3, "rejected"],
+      [4, "rejected"],
+    ]);
+    expect(await second.admin.listDestinations()).toContainEqual({
+      destination: "/topic/news",
+      kind: "topic",
+      subscriptions: ["keeper"],
+    });
+    expect((await second.admin.stats({ destination: "/topic/news", subscription: "keeper" })).depth).toBe(1);
+    // The retries keep their schedule (a minute away) and attempt number.
+    const retried: number[] = [];
+    await second.subscribe(
+      "/queue/work",
+      (d) => {
+        retried.push(d.attempt);
+        return "ACKNOWLEDGED" as const;
+      },
+      {
+        subscription: "s",
+      },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(retried).toEqual([]);
+    // The definition came back: 4 concurrent handlers allowed, same group strictly in order.
+    const order: number[] = [];
+    await second.subscribe(
+      "/queue/fifo",
+      (d) => {
+        order.push((d.message.body as { n: number }).n);
+        return "ACKNOWLEDGED" as const;
+      },
+      {
+        subscription: "s",
+      },
+    );
+    await waitFor(() => order.length === 3, "fifo messages");
+    expect(order).toEqual([0, 1, 2]);
+    expect(
+      (await second.defineQueue("/queue/fifo", { ordering: "fifo", groupBy: "k", concurrency: 4 })).changed,
+    ).toBe(false);
+  });
+
+  it("redrives and discards durably", async () => {
+    const first = await start();
+    await first.subscribe("/queue/d", () => "REJECTED", { subscription: "s" });
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await first.publish("/queue/d", { body: i })).id);
+    await waitFor(() => first.counters().deadLettered === 3, "dead letters");
+    await stop(first);
+    const second = await start();
+    expect(await second.admin.discardOne({ destination: "/queue/d" }, ids[0] as string)).toEqual({
+      discarded: true,
+    });
+    expect(await second.admin.redriveOne({ destination: "/queue/d" }, ids[1] as string)).toEqual({
+      redriven: true,
+    });
+    await stop(second);
+    const third = await start();
+    expect(await third.admin.stats({ destination: "/queue/d" })).toMatchObject({ depth: 1, dlqDepth: 1 });
+    const page = await third.admin.browseDeadLetters({ destination: "/queue/d" }, { offset: 0, limit: 5 });
+    expect(page.items.map((l) => l.message.id)).toEqual([ids[2]]);
+  });
+
+  it("detects a torn tail, reports its offset, moves it aside and keeps every intact record", async () => {
+    const first = await start();
+    for (let i = 0; i < 5; i++) await first.publish("/queue/t", { body: { i, pad: "x".repeat(50) } });
+    await stop(first);
+    const log = join(dir.path, "queue.log");
+    const size = (await stat(log)).size;
+    await truncate(log, size - 20);
+    const logger = recordingLogger();
+    const second = await start({}, logger);
+    const stats = second.storeStats();
+    expect(stats.corruptTails).toBe(1);
+    expect(stats.recoveredMessages).toBe(4);
+    expect(stats.corruptTail?.problem).toMatch(/torn/);
+    const offset = stats.corruptTail?.offset ?? -1;
+    expect(offset).toBeGreaterThan(8);
+    expect(stats.corruptTail?.bytes).toBe(size - 20 - offset);
+    const warning = logger.lines.find((l) => l.level === "warn");
+    expect(warning?.message).toContain(`at byte ${offset}`);
+    const moved = (await readdir(dir.path)).filter((f) => f.startsWith("queue.log.corrupt-"));
+    expect(moved).toHaveLength(1);
+    expect((await stat(join(dir.path, moved[0] as string))).size).toBe(size - 20 - offset);
+    expect((await stat(log)).size).toBe(offset);
+    expect((await second.admin.stats({ destination: "/queue/t" })).depth).toBe(4);
+    // The cut log keeps working.
+    await second.publish("/queue/t", { body: "after" });
+    await stop(second);
+    const third = await start();
+    expect(third.storeStats()).toMatchObject({ recoveredMessages: 5, corruptTails: 0 });
+  });
+
+  it("detects a corrupted record by its CRC", async () => {
+    const first = await start();
+    for (let i = 0; i < 4; i++) await first.publish("/queue/c", { body: { i, text: "hello world" } });
+    await stop(first);
+    const log = join(dir.path, "queue.log");
+    const data = await readFile(log);
+    const at = data.lastIndexOf("hello world") + 2;
+    data[at] = (data[at] ?? 0) ^ 0xff;
+    await writeFile(log, data);
+    const second = await start();
+    expect(second.storeStats().corruptTail?.problem).toBe("CRC mismatch");
+    expect(second.storeStats().recoveredMessages).toBe(3);
+  });
+
+  it("compacts the log so it stays bounded while messages flow, and recovers the live set from it", async () => {
+    const p = await start({ compactAfterBytes: 16_384, groupCommitMs: 1 });
+    await p.subscribe("/queue/flow", () => "ACKNOWLEDGED", { subscription: "s", concurrency: 8 });
+    await p.publish("/queue/keep", { body: { keep: true } });
+    for (let round = 0; round < 20; round++) {
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          p.publish("/queue/flow", { body: { round, i, pad: "y".repeat(100) } }),
+        ),
+      );
+    }
+    await waitFor(() => p.counters().acked === 1_000, "1000 acks");
+    await p.publish("/queue/flow", { body: "flush" });
+    const stats = p.storeStats();
+    expect(stats.compactions).toBeGreaterThan(0);
+    expect(stats.logBytes).toBeLessThan(64 * 1024);
+    await stop(p);
+    const again = await start();
+    expect(again.storeStats().recoveredMessages).toBeLessThanOrEqual(1);
+    expect((await again.admin.stats({ destination: "/queue/keep" })).depth).toBe(1);
+    expect((await readdir(dir.path)).filter((f) => f.includes("compact"))).toEqual([]);
+  });
+
+  it("refuses a second provider on the same data directory", async () => {
+    await start();
+    const other = createEmbeddedProvider({ mode: "file", dataDir: dir.path });
+    await expect(other.connect()).rejects.toThrow(/already open/);
+    await other.close();
+  });
+});
