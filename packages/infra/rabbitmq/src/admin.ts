@@ -1,0 +1,290 @@
+import {
+  type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterSource,
+  type DestinationInfo,
+  type DestinationStats,
+  Headers,
+  ProviderError,
+  type QueueAdminProtocol,
+} from "@factflow/protocols";
+import type { ConfirmChannel, GetMessage, Message } from "amqplib";
+import { classifyAmqpError } from "./classify-error.js";
+import type { RabbitMqConfig } from "./config.js";
+import type { ConnectionManager } from "./connection-manager.js";
+import { decodeMessage, publishOptions, stringHeaders } from "./envelope-codec.js";
+import { amqpCopyOf, redrivenHeaders } from "./failure-router.js";
+import { deadLetterQueueName, resolveDestination, topicSubscriptionQueue } from "./naming.js";
+import type { Topology } from "./topology.js";
+
+/** What the admin needs from the provider besides the broker. */
+export interface AdminDeps {
+  readonly config: RabbitMqConfig;
+  readonly connection: ConnectionManager;
+  readonly topology: Topology;
+  readonly destinations: () => readonly DestinationInfo[];
+  readonly inFlight: (sourceQueue: string) => number;
+  /** Throws `provider_closed` / `provider_not_connected` when the provider cannot serve calls. */
+  readonly assertUsable: (what: string) => void;
+}
+
+interface ResolvedSource {
+  readonly describe: string;
+  readonly sourceQueue: string;
+  readonly deadLetterQueue: string;
+}
+
+/** Largest batch a redrive holds unacknowledged at once. */
+const REDRIVE_BATCH = 100;
+
+/**
+ * The queue admin API over plain AMQP (no management plugin). Depth and consumers come from a
+ * passive declare; dead letters are browsed with `basic.get` on a dedicated channel that is then
+ * closed, which puts every fetched message back in its place. Redrive and discard fetch on their
+ * own confirm channel, republish (confirmed) and ack, so each count is what the broker did.
+ * Operations on one dead-letter queue are serialised within the process.
+ */
+export class RabbitMqAdmin implements QueueAdminProtocol {
+  private readonly locks = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly deps: AdminDeps) {}
+
+  async listDestinations(): Promise<readonly DestinationInfo[]> {
+    this.deps.assertUsable("admin.listDestinations");
+    return this.deps.destinations();
+  }
+
+  private resolve(source: DeadLetterSource): ResolvedSource {
+    this.deps.assertUsable(`admin call on "${source?.destination}"`);
+    const target = resolveDestination(source.destination);
+    if (target.kind === "queue") {
+      return {
+        describe: source.destination,
+        sourceQueue: target.queue,
+        deadLetterQueue: deadLetterQueueName(target.queue, "queue"),
+      };
+    }
+    if (source.subscription === undefined) {
+      throw new ProviderError(
+        "rabbitmq",
+        "invalid-input",
+        `"${source.destination}" is a topic: name the subscription, dead letters and depth are kept per subscription`,
+        { code: "invalid_argument" },
+      );
+    }
+    const queue = topicSubscriptionQueue(source.destination, source.subscription);
+    return {
+      describe: `${source.destination} (subscription ${source.subscription})`,
+      sourceQueue: queue,
+      deadLetterQueue: deadLetterQueueName(queue, "topic"),
+    };
+  }
+
+  private exclusive<T>(key: string, op: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(key) ?? Promise.resolve();
+    const next = previous.then(op, op);
+    const settled = next.catch(() => {});
+    this.locks.set(key, settled);
+    void settled.then(() => {
+      if (this.locks.get(key) === settled) this.locks.delete(key);
+    });
+    return next;
+  }
+
+  async stats(source: DeadLetterSource): Promise<DestinationStats> {
+    const resolved = this.resolve(source);
+    const { topology } = this.deps;
+    const main = await topology.check(resolved.sourceQueue);
+    let scheduled = 0;
+    for (const name of topology.declaredQueues) {
+      if (!name.startsWith(`${resolved.sourceQueue}:retry.`)) continue;
+      scheduled += (await topology.check(name))?.messageCount ?? 0;
+    }
+    const dlq = await topology.check(resolved.deadLetterQueue);
+    const stats: { -readonly [K in keyof DestinationStats]: DestinationStats[K] } = {
+      destination: source.destination,
+      depth: (main?.messageCount ?? 0) + scheduled,
+      consumers: main?.consumerCount ?? 0,
+      inFlight: this.deps.inFlight(resolved.sourceQueue),
+      dlqDepth: dlq?.messageCount ?? 0,
+    };
+    if (source.subscription !== undefined) stats.subscription = source.subscription;
+    return stats;
+  }
+
+  /** Runs `op` on a fresh confirm channel that is closed afterwards, returning unacked gets to the queue. */
+  private async withChannel<T>(
+    what: string,
+    op: (channel: ConfirmChannel, returned: Set<string>) => Promise<T>,
+  ): Promise<T> {
+    const live = await this.deps.connection.waitForConnection(
+      Date.now() + this.deps.config.publishTimeoutMs,
+      what,
+    );
+    let channel: ConfirmChannel;
+    try {
+      channel = await live.model.createConfirmChannel();
+    } catch (error) {
+      throw classifyAmqpError(error, what, this.deps.config.url);
+    }
+    channel.on("error", () => {});
+    const returned = new Set<string>();
+    channel.on("return", (message: Message) => returned.add(String(message.properties.messageId)));
+    try {
+      return await op(channel, returned);
+    } catch (error) {
+      throw classifyAmqpError(error, what, this.deps.config.url);
+    } finally {
+      await channel.close().catch(() => {});
+    }
+  }
+
+  async browseDeadLetters(
+    source: DeadLetterSource,
+    page: { offset: number; limit: number },
+  ): Promise<DeadLetterPage> {
+    const resolved = this.resolve(source);
+    const offset = Math.max(0, Math.floor(page.offset));
+    const limit = Math.max(0, Math.floor(page.limit));
+    return this.exclusive(resolved.deadLetterQueue, async () => {
+      const total = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
+      if (total === 0 || offset >= total || limit === 0) return { total, offset, items: [] };
+      return this.withChannel(`browsing dead letters of "${resolved.describe}"`, async (channel) => {
+        const items: DeadLetter[] = [];
+        for (let index = 0; index < Math.min(total, offset + limit); index++) {
+          const message = await channel.get(resolved.deadLetterQueue, { noAck: false });
+          if (message === false) break;
+          if (index >= offset) items.push(toDeadLetter(message));
+        }
+        return { total, offset, items };
+      });
+    });
+  }
+
+  async redriveAll(source: DeadLetterSource): Promise<{ redriven: number }> {
+    const resolved = this.resolve(source);
+    return this.exclusive(resolved.deadLetterQueue, async () => {
+      // Bounded by the depth now, so messages that fail again and come back are not looped forever.
+      const total = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
+      if (total === 0) return { redriven: 0 };
+      await this.deps.topology.ensureQueue(resolved.sourceQueue, resolved.describe);
+      return this.withChannel(
+        `redriving dead letters of "${resolved.describe}"`,
+        async (channel, returned) => {
+          let redriven = 0;
+          while (redriven < total) {
+            const batch: GetMessage[] = [];
+            while (batch.length < REDRIVE_BATCH && redriven + batch.length < total) {
+              const message = await channel.get(resolved.deadLetterQueue, { noAck: false });
+              if (message === false) break;
+              batch.push(message);
+            }
+            if (batch.length === 0) break;
+            for (const message of batch) this.republish(channel, resolved.sourceQueue, message);
+            await channel.waitForConfirms();
+            for (const message of batch) {
+              if (returned.has(String(message.properties.messageId))) {
+                throw new ProviderError(
+                  "rabbitmq",
+                  "not-found",
+                  `redrive of "${resolved.describe}": the source queue "${resolved.sourceQueue}" is gone; re-create it and redrive again`,
+                );
+              }
+              channel.ack(message);
+              redriven += 1;
+            }
+          }
+          return { redriven };
+        },
+      );
+    });
+  }
+
+  private republish(channel: ConfirmChannel, queue: string, message: Message): void {
+    const copy = amqpCopyOf(message, redrivenHeaders(message));
+    channel.publish("", queue, copy.content, publishOptions(copy, true));
+  }
+
+  async redriveOne(source: DeadLetterSource, messageId: string): Promise<{ redriven: boolean }> {
+    const resolved = this.resolve(source);
+    const found = await this.takeOne(resolved, messageId, "redriving", async (channel, message, returned) => {
+      await this.deps.topology.ensureQueue(resolved.sourceQueue, resolved.describe);
+      this.republish(channel, resolved.sourceQueue, message);
+      await channel.waitForConfirms();
+      if (returned.has(String(message.properties.messageId))) {
+        throw new ProviderError(
+          "rabbitmq",
+          "not-found",
+          `redrive of "${resolved.describe}": the source queue "${resolved.sourceQueue}" is gone`,
+        );
+      }
+    });
+    return { redriven: found };
+  }
+
+  async discardOne(source: DeadLetterSource, messageId: string): Promise<{ discarded: boolean }> {
+    const resolved = this.resolve(source);
+    const found = await this.takeOne(resolved, messageId, "discarding", async () => {});
+    return { discarded: found };
+  }
+
+  /** Finds one dead letter by id, runs `before` on it and acks it; every other fetched message goes back. */
+  private takeOne(
+    resolved: ResolvedSource,
+    messageId: string,
+    verb: string,
+    before: (channel: ConfirmChannel, message: GetMessage, returned: Set<string>) => Promise<void>,
+  ): Promise<boolean> {
+    return this.exclusive(resolved.deadLetterQueue, async () => {
+      const total = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
+      if (total === 0) return false;
+      return this.withChannel(
+        `${verb} dead letter "${messageId}" of "${resolved.describe}"`,
+        async (channel, returned) => {
+          for (let index = 0; index < total; index++) {
+            const message = await channel.get(resolved.deadLetterQueue, { noAck: false });
+            if (message === false) return false;
+            if (idOf(message) !== messageId) continue;
+            await before(channel, message, returned);
+            channel.ack(message);
+            // The ack must reach the broker before the channel closes and requeues the rest.
+            await channel.waitForConfirms();
+            return true;
+          }
+          return false;
+        },
+      );
+    });
+  }
+}
+
+function idOf(message: Message): string | undefined {
+  const header = stringHeaders(message)[Headers.messageId];
+  return (
+    header ?? (typeof message.properties.messageId === "string" ? message.properties.messageId : undefined)
+  );
+}
+
+function toDeadLetter(message: Message): DeadLetter {
+  const headers = stringHeaders(message);
+  const decoded = decodeMessage(message);
+  const envelope =
+    "error" in decoded
+      ? {
+          id: idOf(message) ?? "",
+          body: message.content.toString("utf8"),
+          headers,
+          correlationId: idOf(message) ?? "",
+          publishedAt: new Date().toISOString(),
+        }
+      : decoded.envelope;
+  const attempts = Number.parseInt(headers[Headers.deliveryAttempt] ?? "1", 10);
+  const lastError = headers[Headers.lastError];
+  const base = {
+    message: envelope,
+    reason: headers[Headers.deadLetterReason] ?? "unknown",
+    attempts: Number.isFinite(attempts) ? attempts : 1,
+    deadLetteredAt: headers[Headers.deadLetteredAt] ?? envelope.publishedAt,
+  };
+  return lastError === undefined ? base : { ...base, lastError };
+}

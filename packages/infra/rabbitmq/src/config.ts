@@ -1,0 +1,100 @@
+import { ConfigError, type ConfigIssue } from "@factflow/protocols";
+import * as v from "valibot";
+
+const positiveInt = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(max));
+
+/** Replaces the password of an AMQP URL with `<redacted>`; leaves anything unparsable untouched. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === "") return url;
+    parsed.password = "<redacted>";
+    return parsed.toString().replace("%3Credacted%3E", "<redacted>");
+  } catch {
+    return url.replace(/\/\/([^:/@]*):([^@/]*)@/, "//$1:<redacted>@");
+  }
+}
+
+/** Removes every occurrence of the URL's password (raw or URL-encoded) from `text`. */
+export function redactSecrets(text: string, url: string): string {
+  let out = text.split(url).join(redactUrl(url));
+  try {
+    const password = new URL(url).password;
+    if (password.length >= 3) {
+      out = out.split(password).join("<redacted>");
+      const decoded = decodeURIComponent(password);
+      if (decoded !== password) out = out.split(decoded).join("<redacted>");
+    }
+  } catch {
+    // Not a URL: nothing more to hide than the literal string replaced above.
+  }
+  return out;
+}
+
+/** Settings of the RabbitMQ provider. */
+export const RabbitMqConfigSchema = v.strictObject({
+  /** `amqp://user:password@host:port/vhost` (or `amqps://`). @default "amqp://127.0.0.1:5672" */
+  url: v.optional(
+    v.pipe(
+      v.string(),
+      v.check((value) => {
+        try {
+          const protocol = new URL(value).protocol;
+          return protocol === "amqp:" || protocol === "amqps:";
+        } catch {
+          return false;
+        }
+      }, 'must be an "amqp://" or "amqps://" URL, e.g. amqp://guest:guest@127.0.0.1:5672'),
+    ),
+    "amqp://127.0.0.1:5672",
+  ),
+  /** AMQP heartbeat interval; a silent connection is declared dead after two missed beats. @default 5 */
+  heartbeatSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(600)), 5),
+  /** Time allowed for the TCP + AMQP handshake of one connection attempt, in ms. @default 10000 */
+  connectTimeoutMs: v.optional(positiveInt(300_000), 10_000),
+  /**
+   * Longest a `publish` may wait for the broker (a connection, an unblock, a publisher confirm)
+   * before it rejects with a `timeout` error, in ms. @default 10000
+   */
+  publishTimeoutMs: v.optional(positiveInt(600_000), 10_000),
+  /** First reconnect delay after a connection loss, in ms. @default 100 */
+  reconnectInitialDelayMs: v.optional(positiveInt(60_000), 100),
+  /** Upper bound of the reconnect delay, in ms. @default 5000 */
+  reconnectMaxDelayMs: v.optional(positiveInt(300_000), 5_000),
+  /**
+   * Idle lifetime added to a retry holding queue's delay for its `x-expires`, in ms. A holding
+   * queue nobody re-declares vanishes this long after its delay has passed. @default 600000
+   */
+  retryQueueIdleMs: v.optional(
+    v.pipe(v.number(), v.integer(), v.minValue(60_000), v.maxValue(86_400_000)),
+    600_000,
+  ),
+  /** Largest accepted message (JSON body + headers), in bytes. @default 16777216 */
+  maxMessageBytes: v.optional(positiveInt(134_217_728), 16_777_216),
+  /** Connection name shown in the RabbitMQ management UI. @default "factflow" */
+  connectionName: v.optional(v.pipe(v.string(), v.maxLength(200)), "factflow"),
+});
+
+/** What {@link createRabbitMqProvider} accepts. */
+export type RabbitMqConfigInput = v.InferInput<typeof RabbitMqConfigSchema>;
+/** The parsed, defaulted, frozen provider config. */
+export type RabbitMqConfig = Readonly<v.InferOutput<typeof RabbitMqConfigSchema>>;
+
+/**
+ * Validates and freezes a provider config. Throws a `ConfigError` listing every issue; the URL's
+ * password never appears in it.
+ */
+export function parseRabbitMqConfig(input: unknown): RabbitMqConfig {
+  const result = v.safeParse(RabbitMqConfigSchema, input ?? {});
+  if (result.success) return Object.freeze(result.output);
+  const rawUrl =
+    typeof input === "object" && input !== null && typeof (input as { url?: unknown }).url === "string"
+      ? (input as { url: string }).url
+      : undefined;
+  const issues: ConfigIssue[] = result.issues.map((issue) => {
+    const path = issue.path?.map((p) => String(p.key)).join(".") ?? "";
+    const message = rawUrl === undefined ? issue.message : redactSecrets(issue.message, rawUrl);
+    return { path: path === "" ? "(root)" : path, message };
+  });
+  throw new ConfigError("[factflow/rabbitmq] provider config", issues);
+}

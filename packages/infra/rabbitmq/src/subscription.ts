@@ -1,0 +1,341 @@
+import {
+  type Delivery,
+  type DurabilityCounters,
+  isSettlingStatus,
+  type Logger,
+  type MessageHandler,
+  type RetryPolicy,
+  type Subscription,
+  unwrapHandlerResult,
+} from "@factflow/protocols";
+import type { Channel, ConsumeMessage } from "amqplib";
+import { classifyAmqpError } from "./classify-error.js";
+import type { RabbitMqConfig } from "./config.js";
+import type { ConnectionManager, LiveConnection } from "./connection-manager.js";
+import { decodeMessage } from "./envelope-codec.js";
+import { type FailureRoute, publishDeadLetter, publishRetry } from "./failure-router.js";
+import type { Publisher } from "./publisher.js";
+import { settleWithin } from "./settle-within.js";
+
+/** Pause before requeueing a delivery whose retry/dead-letter copy could not be published. */
+const COPY_FAILURE_BACKOFF_MS = 1_000;
+
+/** Longest one shutdown step (cancel, settling copies, channel close) may wait on the broker. */
+const SHUTDOWN_STEP_MS = 2_000;
+
+/** A consumer channel. Settlements are only sent on the attachment a delivery arrived on. */
+interface Attachment {
+  readonly channel: Channel;
+  readonly generation: number;
+  consumerTag: string | undefined;
+  closed: boolean;
+}
+
+interface Pending {
+  readonly message: ConsumeMessage;
+  readonly attachment: Attachment;
+}
+
+/** What a subscription needs from its provider. */
+export interface SubscriptionDeps {
+  readonly config: RabbitMqConfig;
+  readonly connection: ConnectionManager;
+  readonly publisher: Publisher;
+  readonly topology: import("./topology.js").Topology;
+  readonly counters: DurabilityCounters;
+  readonly logger: Logger;
+  /** Re-declares the subscription's queues; `fresh` skips what the topology cache remembers. */
+  readonly declare: (fresh?: boolean) => Promise<void>;
+  readonly onStop: (subscription: RabbitSubscription) => void;
+}
+
+/** Settings fixed at subscribe time. */
+export interface SubscriptionSettings {
+  readonly route: FailureRoute;
+  readonly handler: MessageHandler;
+  readonly prefetch: number;
+  readonly concurrency: number;
+  readonly policy: RetryPolicy;
+  readonly handlerTimeoutMs: number;
+}
+
+/**
+ * One consumer on one AMQP queue, on its own channel. Runs at most `concurrency` handlers, keeps the
+ * rest of the prefetched deliveries in arrival order, and settles each by the handler's return:
+ * ack, retry copy (confirmed, then ack), dead-letter copy (confirmed, then ack) or nack-requeue for
+ * an incomplete handler. A settlement meant for a channel that has since closed is withheld and
+ * counted as `superseded`: the broker has already put that delivery back.
+ */
+export class RabbitSubscription implements Subscription {
+  readonly destination: string;
+  readonly name: string;
+  private attachment: Attachment | undefined;
+  private backlog: Pending[] = [];
+  private running = 0;
+  private stopped = false;
+  private readonly controllers = new Set<AbortController>();
+  private readonly settling = new Set<Promise<void>>();
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly deps: SubscriptionDeps,
+    private readonly settings: SubscriptionSettings,
+  ) {
+    this.destination = settings.route.destination;
+    this.name = settings.route.subscription;
+  }
+
+  get route(): FailureRoute {
+    return this.settings.route;
+  }
+
+  /** Deliveries received and not settled yet (running or waiting for a handler slot). */
+  inFlight(): number {
+    return this.running + this.backlog.length;
+  }
+
+  /** Opens a channel on `live` and starts consuming; resolves once the broker registered the consumer. */
+  async attach(live: LiveConnection): Promise<void> {
+    if (this.stopped) return;
+    const channel = await live.model.createChannel();
+    const attachment: Attachment = {
+      channel,
+      generation: live.generation,
+      consumerTag: undefined,
+      closed: false,
+    };
+    channel.on("error", (error: Error) => {
+      this.deps.logger.warn("rabbitmq consumer channel error", {
+        destination: this.destination,
+        error: classifyAmqpError(error, "consumer channel", this.deps.config.url).message,
+      });
+    });
+    channel.on("close", () => this.detached(attachment));
+    this.attachment = attachment;
+    await channel.prefetch(this.settings.prefetch);
+    const ok = await channel.consume(
+      this.settings.route.sourceQueue,
+      (message) => {
+        if (message === null) {
+          // The broker cancelled the consumer (queue deleted): re-declare and consume again.
+          void channel.close().catch(() => {});
+          return;
+        }
+        this.received(message, attachment);
+      },
+      { noAck: false },
+    );
+    attachment.consumerTag = ok.consumerTag;
+  }
+
+  private detached(attachment: Attachment): void {
+    attachment.closed = true;
+    // Deliveries of a closed channel are back in the queue; drop our copies unhandled.
+    this.backlog = this.backlog.filter((p) => p.attachment !== attachment);
+    if (this.attachment !== attachment) return;
+    this.attachment = undefined;
+    if (this.stopped) return;
+    const live = this.deps.connection.current();
+    // On a lost connection the provider re-attaches every subscription after reconnecting.
+    if (live === undefined || live.generation !== attachment.generation) return;
+    this.scheduleReattach(live);
+  }
+
+  /** Re-declares and re-attaches after a short backoff, retrying until it works or the connection changes. */
+  scheduleReattach(live: LiveConnection, delayMs = 200): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      if (this.stopped || this.attachment !== undefined || this.deps.connection.current() !== live) return;
+      // Something closed the consumer channel (often: the queue was deleted), so declare for real.
+      this.deps
+        .declare(true)
+        .then(() => this.attach(live))
+        .catch((error: unknown) => {
+          this.deps.logger.warn("rabbitmq re-subscribe failed; retrying", {
+            destination: this.destination,
+            error: error instanceof Error ? error.message : String(error),
+          });
+          if (this.attachment?.closed !== false) this.attachment = undefined;
+          this.scheduleReattach(live, Math.min(delayMs * 2, this.deps.config.reconnectMaxDelayMs));
+        });
+    }, delayMs);
+  }
+
+  private received(message: ConsumeMessage, attachment: Attachment): void {
+    if (this.stopped || attachment.closed) return;
+    if (message.fields.redelivered) this.deps.counters.redelivered += 1;
+    this.backlog.push({ message, attachment });
+    this.pump();
+  }
+
+  private pump(): void {
+    while (!this.stopped && this.running < this.settings.concurrency && this.backlog.length > 0) {
+      const next = this.backlog.shift()!;
+      this.running += 1;
+      void this.handle(next).finally(() => {
+        this.running -= 1;
+        this.pump();
+      });
+    }
+  }
+
+  private async handle(pending: Pending): Promise<void> {
+    const { message } = pending;
+    const decoded = decodeMessage(message);
+    if ("error" in decoded) {
+      await this.settle(pending, "REJECTED", `not a Factflow message: ${decoded.error}`, 1);
+      return;
+    }
+    const delivery: Delivery = {
+      message: decoded.envelope,
+      destination: this.destination as Delivery["destination"],
+      subscription: this.name,
+      attempt: decoded.attempt,
+      redelivered: message.fields.redelivered,
+    };
+    const controller = new AbortController();
+    this.controllers.add(controller);
+    const timer = setTimeout(
+      () => controller.abort(new Error("handler timed out")),
+      this.settings.handlerTimeoutMs,
+    );
+    let status: string | undefined;
+    let reason: string | undefined;
+    try {
+      const result = unwrapHandlerResult(await this.settings.handler(delivery, controller.signal));
+      status = result.status;
+      reason = result.reason;
+    } catch (error) {
+      status = undefined;
+      reason = error instanceof Error ? error.message : String(error);
+    } finally {
+      clearTimeout(timer);
+      this.controllers.delete(controller);
+    }
+    if (controller.signal.aborted || !isSettlingStatus(status)) status = "INCOMPLETE";
+    await this.settle(pending, status, reason, decoded.attempt);
+  }
+
+  private isCurrent(pending: Pending): boolean {
+    return !pending.attachment.closed && this.attachment === pending.attachment;
+  }
+
+  private async settle(
+    pending: Pending,
+    status: string,
+    reason: string | undefined,
+    attempt: number,
+  ): Promise<void> {
+    if (!this.isCurrent(pending)) {
+      if (status !== "INCOMPLETE") this.deps.counters.superseded += 1;
+      return;
+    }
+    if (status === "ACKNOWLEDGED") {
+      if (this.send(pending, "ack")) this.deps.counters.acked += 1;
+      return;
+    }
+    if (status === "INCOMPLETE") {
+      this.send(pending, "requeue");
+      return;
+    }
+    const work = this.forward(pending, status, reason, attempt);
+    this.settling.add(work);
+    try {
+      await work;
+    } finally {
+      this.settling.delete(work);
+    }
+  }
+
+  /** FAILED / REJECTED: publish the retry or dead-letter copy, and ack the original only once it is confirmed. */
+  private async forward(
+    pending: Pending,
+    status: string,
+    reason: string | undefined,
+    attempt: number,
+  ): Promise<void> {
+    const { route, policy } = this.settings;
+    const { publisher, topology, counters } = this.deps;
+    let retried = false;
+    try {
+      if (status === "FAILED" && route.kind === "queue" && attempt < policy.maxAttempts) {
+        await publishRetry(publisher, topology, route, pending.message, attempt, policy, reason);
+        retried = true;
+      } else {
+        const why =
+          status === "REJECTED" ? "rejected" : route.kind === "topic" ? "topic-failure" : "exhausted";
+        await publishDeadLetter(publisher, topology, route, pending.message, why, reason);
+      }
+    } catch (error) {
+      // No confirmed copy: keep the original, the broker hands it out again.
+      this.deps.logger.warn(
+        "rabbitmq could not publish the retry/dead-letter copy; requeueing the original",
+        {
+          destination: this.destination,
+          error: error instanceof Error ? error.message : String(error),
+        },
+      );
+      // A pause before the requeue, so a failure that persists (broker refusing the copy) does not
+      // turn into a hot redelivery loop.
+      await new Promise((resolve) => setTimeout(resolve, COPY_FAILURE_BACKOFF_MS));
+      if (this.isCurrent(pending)) this.send(pending, "requeue");
+      return;
+    }
+    // If the channel died meanwhile, the copy exists and the broker also redelivers the original:
+    // a duplicate, never a loss.
+    if (!this.isCurrent(pending)) {
+      counters.superseded += 1;
+      return;
+    }
+    if (!this.send(pending, "ack")) return;
+    if (retried) counters.retried += 1;
+    else counters.deadLettered += 1;
+  }
+
+  /**
+   * Sends an ack or a nack-requeue on the delivery's own channel. A channel that closed under us
+   * (the close event may not have arrived yet) throws; the settlement is then withheld, the broker
+   * having already put the delivery back.
+   */
+  private send(pending: Pending, kind: "ack" | "requeue"): boolean {
+    try {
+      if (kind === "ack") pending.attachment.channel.ack(pending.message);
+      else pending.attachment.channel.nack(pending.message, false, true);
+      return true;
+    } catch {
+      pending.attachment.closed = true;
+      if (kind === "ack") this.deps.counters.superseded += 1;
+      return false;
+    }
+  }
+
+  /** Stops consuming: aborts handlers, waits for copies being confirmed, closes the channel (requeueing the rest). */
+  unsubscribe(): Promise<void> {
+    return this.stop(false);
+  }
+
+  /**
+   * Stops the subscription. With `connectionClosing` the provider is about to close the whole
+   * connection, which cancels the consumer and requeues unacked deliveries by itself, so the
+   * per-channel round trips (each one a wait on a possibly stalled broker) are skipped.
+   */
+  async stop(connectionClosing: boolean): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    this.deps.onStop(this);
+    const attachment = this.attachment;
+    const open = attachment !== undefined && !attachment.closed;
+    // Cancel first, so the broker stops handing out deliveries while handlers wind down.
+    if (!connectionClosing && open && attachment.consumerTag !== undefined) {
+      await settleWithin(attachment.channel.cancel(attachment.consumerTag), SHUTDOWN_STEP_MS);
+    }
+    for (const controller of this.controllers) controller.abort(new Error("subscription closed"));
+    // Copies being confirmed get a moment to finish, so their originals are acked rather than
+    // redelivered as duplicates; a stalled broker cannot hold the shutdown hostage.
+    await settleWithin(Promise.allSettled([...this.settling]), SHUTDOWN_STEP_MS);
+    this.backlog = [];
+    this.attachment = undefined;
+    if (!connectionClosing && open) await settleWithin(attachment.channel.close(), SHUTDOWN_STEP_MS);
+  }
+}
