@@ -52,7 +52,7 @@ export interface ConfigIssue {
 
 /** A config (pipeline, settings, provider) is invalid. Carries every issue found, not just the first. */
 export class ConfigError extends FactflowError {
-  override readonly name = "ConfigError";
+  override readonly name: string = "ConfigError";
   readonly issues: readonly ConfigIssue[];
 
   constructor(subject: string, issues: readonly ConfigIssue[], options: FactflowErrorOptions = {}) {
@@ -78,7 +78,7 @@ export type ProviderErrorReason =
 
 /** A broker call failed. Raw client errors never leak: they are classified and kept as `cause`. */
 export class ProviderError extends FactflowError {
-  override readonly name = "ProviderError";
+  override readonly name: string = "ProviderError";
   readonly provider: string;
   readonly reason: ProviderErrorReason;
 
@@ -103,7 +103,7 @@ export class ProviderError extends FactflowError {
 
 /** A pipeline could not run as asked (unknown adapter, too many executions, cancelled...). */
 export class PipelineError extends FactflowError {
-  override readonly name = "PipelineError";
+  override readonly name: string = "PipelineError";
 }
 
 /** True for any `FactflowError`, including ones from another copy of this package. */

@@ -3,6 +3,7 @@ export type {
   AdapterDefinition,
   AdapterFactoryContext,
   AdapterMetadata,
+  AdapterModule,
   AdapterResult,
   EmittedMessage,
   FlushContext,

@@ -1,0 +1,191 @@
+/**
+ * `pnpm bench engine [N] [rounds]`: a 3-route pipeline, fan-out then fan-in, of N messages.
+ *
+ * - `baseline`: the same topology hand-written on the bare embedded provider (memory mode): one
+ *   message fans out to N on `work`, each is relayed to `collect`, which counts them;
+ * - `engine`: `@factflow/engine` running `split → json_transform → batch(100)` with lineage on PGlite
+ *   (every message and adapter hop recorded), same concurrency and prefetch per route.
+ *
+ * - `strict`: the engine with `strictLineage: true` (one durable lineage commit before every
+ *   publish, as multi-process deployments need), run once.
+ *
+ * Both modes run `rounds` times (default 2), alternating; each mode's best run is reported.
+ * Prints one JSON line: msgs/s of both modes (N / time from the first publish to the last message
+ * handled, for the engine to the `completed` event), their ratio, and the completion delay (last
+ * settled delivery → `completed` event, as measured by the orchestrator).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { adapters } from "@factflow/adapters";
+import { createEngine, type ExecutionEvent, loadPipelineConfig } from "@factflow/engine";
+import { createEmbeddedProvider } from "@factflow/infra-embedded";
+import { openLineageDatabase } from "@factflow/lineage";
+import { type ArtefactSidecar, MessageStatus, type StorageProtocol } from "@factflow/protocols";
+
+const WORK_CONCURRENCY = 8;
+const WORK_PREFETCH = 32;
+const BATCH = 100;
+
+/** Artefacts are not part of this pipeline; the engine still needs a StorageProtocol. */
+const noStorage: StorageProtocol = {
+  put: async (key) => ({ key, contentType: "", size: 0, sha256: "", createdAt: "" }) as ArtefactSidecar,
+  get: async () => undefined,
+  head: async () => undefined,
+  list: async () => [],
+  delete: async () => false,
+  describe: () => "none",
+};
+
+async function baseline(n: number): Promise<{ msgsPerSec: number; ms: number }> {
+  const queue = createEmbeddedProvider({ mode: "memory" });
+  await queue.connect();
+  let arrived = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  await queue.subscribe(
+    "/queue/bench/collect.in",
+    () => {
+      if (++arrived === n) done();
+      return MessageStatus.ACKNOWLEDGED;
+    },
+    { subscription: "collect", concurrency: BATCH, prefetch: BATCH },
+  );
+  await queue.subscribe(
+    "/queue/bench/work.in",
+    async (d) => {
+      await queue.publish("/queue/bench/collect.in", { body: d.message.body });
+      return MessageStatus.ACKNOWLEDGED;
+    },
+    { subscription: "work", concurrency: WORK_CONCURRENCY, prefetch: WORK_PREFETCH },
+  );
+  await queue.subscribe(
+    "/queue/bench/split.in",
+    async (d) => {
+      const items = (d.message.body as { items: number[] }).items;
+      let next = 0;
+      const worker = async () => {
+        while (next < items.length) {
+          const item = items[next++] as number;
+          await queue.publish("/queue/bench/work.in", { body: { item } });
+        }
+      };
+      await Promise.all(Array.from({ length: 64 }, worker));
+      return MessageStatus.ACKNOWLEDGED;
+    },
+    { subscription: "split" },
+  );
+  const start = performance.now();
+  await queue.publish("/queue/bench/split.in", { body: { items: Array.from({ length: n }, (_, i) => i) } });
+  await finished;
+  const ms = performance.now() - start;
+  await queue.close();
+  return { msgsPerSec: Math.round(n / (ms / 1000)), ms: Math.round(ms) };
+}
+
+async function engineRun(n: number, strictLineage = false) {
+  const dir = mkdtempSync(join(tmpdir(), "factflow-bench-engine-"));
+  const db = await openLineageDatabase({ dataDir: join(dir, "db") });
+  const queue = createEmbeddedProvider({ mode: "memory" });
+  await queue.connect();
+  const engine = createEngine({
+    queue,
+    lineage: db.lineage,
+    executions: db.executions,
+    storage: noStorage,
+    adapters,
+    strictLineage,
+  });
+  try {
+    const config = await loadPipelineConfig(
+      `
+name: bench
+init: { route: split }
+routes:
+  split:
+    inbound: { queue: split.in }
+    adapters: [{ type: split, config: { field: items, as: item } }]
+    outbound: [work.in]
+  work:
+    inbound: { queue: work.in, concurrency: ${WORK_CONCURRENCY}, prefetch: ${WORK_PREFETCH} }
+    adapters: [{ type: json_transform, config: { set: { seen: true } } }]
+    outbound: [collect.in]
+  collect:
+    inbound: { queue: collect.in }
+    adapters: [{ type: batch, config: { size: ${BATCH}, timeout_ms: 1000 } }]
+`,
+      { registry: engine.registry },
+    );
+    const start = performance.now();
+    const record = await engine.service.create({
+      config,
+      input: { items: Array.from({ length: n }, (_, i) => i) },
+    });
+    let last: ExecutionEvent | undefined;
+    for await (const event of engine.service.events(record.id)) last = event;
+    const ms = performance.now() - start;
+    if (last?.type !== "completed")
+      throw new Error(`[factflow/bench] engine run ended ${last?.type}: ${JSON.stringify(last?.data)}`);
+    const messages = await db.lineage.rows(record.id, { kind: "message", limit: 1 });
+    const adapterRows = await db.lineage.rows(record.id, { kind: "adapter", limit: 1 });
+    return {
+      msgsPerSec: Math.round(n / (ms / 1000)),
+      ms: Math.round(ms),
+      completionDelayMs: last.data.completionDelayMs as number,
+      gateDelayMs: last.data.gateDelayMs as number,
+      lineageRows: messages.total + adapterRows.total,
+      lineageLost: db.lineage.counters().lost,
+    };
+  } finally {
+    await engine.shutdown();
+    await queue.close();
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(args: string[]): Promise<void> {
+  const n = Number(args[0] ?? 3000);
+  const rounds = Number(args[1] ?? 2);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`[factflow/bench] N must be a positive integer, got "${args[0]}"`);
+  // Warm-up, so neither mode pays for JIT and module loading.
+  await baseline(Math.min(n, 500));
+  // The machine is shared: run both modes `rounds` times, alternating, and keep each mode's best.
+  const bases: Awaited<ReturnType<typeof baseline>>[] = [];
+  const engines: Awaited<ReturnType<typeof engineRun>>[] = [];
+  for (let i = 0; i < rounds; i++) {
+    bases.push(await baseline(n));
+    engines.push(await engineRun(n));
+  }
+  // Strict lineage (every publish registered durably first, for multi-process deployments): once.
+  const strict = await engineRun(n, true);
+  const base = bases.reduce((a, b) => (b.msgsPerSec > a.msgsPerSec ? b : a));
+  const eng = engines.reduce((a, b) => (b.msgsPerSec > a.msgsPerSec ? b : a));
+  console.log(
+    JSON.stringify({
+      bench: "engine",
+      n,
+      rounds,
+      provider: "embedded-memory",
+      lineage: "pglite",
+      baselineMsgsPerSec: base.msgsPerSec,
+      baselineMs: base.ms,
+      engineMsgsPerSec: eng.msgsPerSec,
+      engineMs: eng.ms,
+      ratio: Math.round((eng.msgsPerSec / base.msgsPerSec) * 1000) / 1000,
+      completionDelayMs: eng.completionDelayMs,
+      gateDelayMs: eng.gateDelayMs,
+      completionDelayMsAllRounds: engines.map((e) => e.completionDelayMs),
+      strictLineageMsgsPerSec: strict.msgsPerSec,
+      strictLineageRatio: Math.round((strict.msgsPerSec / base.msgsPerSec) * 1000) / 1000,
+      strictLineageCompletionDelayMs: strict.completionDelayMs,
+      lineageRows: eng.lineageRows,
+      lineageLost: eng.lineageLost,
+      loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
+    }),
+  );
+}

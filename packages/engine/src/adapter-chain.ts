@@ -1,0 +1,204 @@
+import {
+  type Adapter,
+  type AdapterResult,
+  type EmittedMessage,
+  isStatefulAdapter,
+  type JsonValue,
+  type LineageErrorInfo,
+  type MessageEnvelope,
+  type PipelineContext,
+} from "@factflow/protocols";
+import { DELIVERY_ABANDONED } from "./errors.js";
+import { hashJson, newId } from "./ids.js";
+import { errorInfoOf, truncate } from "./lineage-rows.js";
+import type { ExecutionRuntime } from "./runtime.js";
+import type { BatchFate, BatchState, HeldDelivery } from "./stateful-batch.js";
+
+/** A fan-out message waiting to be published, with the adapter row it descends from. */
+export interface PendingEmit {
+  readonly message: EmittedMessage;
+  readonly parentRowId: string;
+}
+
+/** Where running the chain got to. */
+export type ChainOutcome =
+  | { readonly kind: "done"; readonly data: JsonValue | null; readonly lastRowId: string | undefined }
+  | { readonly kind: "failed"; readonly error: LineageErrorInfo; readonly adapter: string }
+  | {
+      readonly kind: "held";
+      readonly adapterIndex: number;
+      readonly entry: HeldDelivery;
+      readonly batch: BatchState;
+      readonly fate: Promise<BatchFate>;
+    };
+
+/** Thrown when the signal fired mid-chain; the invocation's row is already marked abandoned. */
+export class DeliveryAbandoned extends Error {
+  override readonly name = DELIVERY_ABANDONED;
+}
+
+/** One delivery's walk through a route's adapters. */
+export interface ChainRun {
+  readonly route: string;
+  readonly adapters: readonly Adapter[];
+  /** Batch state per adapter index, for stateful adapters. */
+  readonly batches: ReadonlyMap<number, BatchState>;
+  readonly envelope: MessageEnvelope;
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  /** Fan-out messages collected so far (appended to). */
+  readonly emitted: PendingEmit[];
+  /** Deliveries of an emitted batch this one now carries (appended to). */
+  readonly followers: HeldDelivery[];
+}
+
+/**
+ * Runs adapters `startIndex..` on `input`. Each invocation gets an adapter lineage row (pending with
+ * the input hash → completed/failed); `data` feeds the next adapter and `null` ends the chain. A
+ * stateful adapter that keeps the message in its batch parks the delivery (`held`).
+ */
+export async function runChain(
+  runtime: ExecutionRuntime,
+  run: ChainRun,
+  input: JsonValue | null,
+  startIndex: number,
+  parentRowId: string | undefined,
+): Promise<ChainOutcome> {
+  let data = input;
+  let lastRowId = parentRowId;
+  for (let index = startIndex; index < run.adapters.length && data !== null; index++) {
+    const adapter = run.adapters[index] as Adapter;
+    const rowId = newId();
+    runtime.lineage.record({
+      id: rowId,
+      executionId: runtime.executionId,
+      kind: "adapter",
+      route: run.route,
+      adapter: adapter.type,
+      adapterIndex: index,
+      messageId: run.envelope.id,
+      correlationId: run.envelope.correlationId,
+      ...(lastRowId === undefined ? {} : { parentId: lastRowId }),
+      attempt: run.attempt,
+      status: "pending",
+      inputHash: hashJson(data),
+      startedAt: new Date().toISOString(),
+    });
+    const context: PipelineContext = {
+      message: data,
+      envelope: run.envelope,
+      executionId: runtime.executionId,
+      route: run.route,
+      adapterIndex: index,
+      correlationId: run.envelope.correlationId,
+      messageId: run.envelope.id,
+      attempt: run.attempt,
+      lineageId: rowId,
+      storage: runtime.storage,
+      logger: runtime.logger,
+      signal: run.signal,
+    };
+    const batch = isStatefulAdapter(adapter) ? run.batches.get(index) : undefined;
+    let result: AdapterResult;
+    try {
+      if (batch !== undefined) await batch.mutex.acquire(run.signal);
+      try {
+        result = await adapter.process(context);
+        if (run.signal.aborted) throw run.signal.reason;
+        if (batch !== undefined && result.error === undefined && result.metadata?.fatal !== true) {
+          if (result.data === null) {
+            // Kept in the batch: the delivery stays unsettled until the batch is emitted.
+            finish(runtime, rowId, "completed", result);
+            const { entry, fate } = batch.hold(rowId);
+            return { kind: "held", adapterIndex: index, entry, batch, fate };
+          }
+          run.followers.push(...batch.take());
+        }
+      } finally {
+        if (batch !== undefined) batch.mutex.release();
+      }
+    } catch (error) {
+      if (run.signal.aborted) {
+        runtime.lineage.update(rowId, {
+          status: "abandoned",
+          error: {
+            class: DELIVERY_ABANDONED,
+            message: "handler cancelled mid-chain; the broker redelivers the message",
+            retryable: true,
+            fatal: false,
+          },
+          finishedAt: new Date().toISOString(),
+        });
+        throw new DeliveryAbandoned(`route "${run.route}" adapter "${adapter.type}" was cancelled`);
+      }
+      const info = errorInfoOf(error);
+      runtime.lineage.update(rowId, { status: "failed", error: info, finishedAt: new Date().toISOString() });
+      return { kind: "failed", error: info, adapter: adapter.type };
+    }
+    const fatal = result.metadata?.fatal === true;
+    if (result.error !== undefined || fatal) {
+      const info: LineageErrorInfo = {
+        class: fatal ? "FatalAdapterError" : "AdapterError",
+        message: truncate(result.error ?? "adapter reported a fatal condition"),
+        retryable: !fatal && (result.retryable ?? result.metadata?.retryable ?? true),
+        fatal,
+      };
+      finish(runtime, rowId, "failed", result, info);
+      return { kind: "failed", error: info, adapter: adapter.type };
+    }
+    finish(runtime, rowId, "completed", result);
+    for (const message of result.emitMessages ?? []) run.emitted.push({ message, parentRowId: rowId });
+    data = result.data;
+    lastRowId = rowId;
+  }
+  return { kind: "done", data, lastRowId };
+}
+
+/**
+ * Records a terminal `DeliveryAbandoned` row for a delivery cancelled while parked in a stateful
+ * adapter's batch (its own invocation row already completed when the message was accepted).
+ */
+export function recordAbandoned(
+  runtime: ExecutionRuntime,
+  run: ChainRun,
+  adapterIndex: number,
+  parentRowId: string,
+): void {
+  const now = new Date().toISOString();
+  runtime.lineage.record({
+    id: newId(),
+    executionId: runtime.executionId,
+    kind: "adapter",
+    route: run.route,
+    adapter: run.adapters[adapterIndex]?.type ?? "unknown",
+    adapterIndex,
+    messageId: run.envelope.id,
+    correlationId: run.envelope.correlationId,
+    parentId: parentRowId,
+    attempt: run.attempt,
+    status: "abandoned",
+    error: {
+      class: DELIVERY_ABANDONED,
+      message: "cancelled while held in a batch; the broker redelivers the message",
+      retryable: true,
+      fatal: false,
+    },
+    startedAt: now,
+    finishedAt: now,
+  });
+}
+
+function finish(
+  runtime: ExecutionRuntime,
+  rowId: string,
+  status: "completed" | "failed",
+  result: AdapterResult,
+  error?: LineageErrorInfo,
+): void {
+  runtime.lineage.update(rowId, {
+    status,
+    ...(result.outputKeys === undefined ? {} : { outputKeys: result.outputKeys }),
+    ...(error === undefined ? {} : { error }),
+    finishedAt: new Date().toISOString(),
+  });
+}

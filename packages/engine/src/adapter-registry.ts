@@ -1,0 +1,95 @@
+import { createRequire } from "node:module";
+import { isAbsolute, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import {
+  type Adapter,
+  type AdapterDefinition,
+  type AdapterFactoryContext,
+  type AdapterModule,
+  type JsonObject,
+  PipelineError,
+} from "@factflow/protocols";
+
+/** A module of `adapter_modules` that could not be loaded. */
+export interface ModuleLoadFailure {
+  readonly index: number;
+  readonly specifier: string;
+  readonly message: string;
+}
+
+/** Adapter types by name: the built-ins handed in by the application plus user modules. */
+export interface AdapterRegistry {
+  get(type: string): AdapterDefinition | undefined;
+  /** Every known type name, sorted. */
+  types(): string[];
+  /** Adds a definition; a second definition of the same type replaces the first. */
+  register(definition: AdapterDefinition): void;
+  /**
+   * Imports each module (an absolute path, or a package name resolved from `baseDir`) and registers
+   * its `adapters` export. Returns the failures instead of throwing so config loading can list them.
+   */
+  loadModules(specifiers: readonly string[], baseDir?: string): Promise<ModuleLoadFailure[]>;
+  /** Creates an adapter instance; throws `PipelineError` (`unknown_adapter`) for an unknown type. */
+  create(type: string, config: JsonObject, context: AdapterFactoryContext): Promise<Adapter>;
+}
+
+/** Builds a registry from adapter definitions (e.g. `adapters` of `@factflow/adapters`). */
+export function createAdapterRegistry(definitions: readonly AdapterDefinition[] = []): AdapterRegistry {
+  const byType = new Map<string, AdapterDefinition>();
+  const loaded = new Set<string>();
+  const registry: AdapterRegistry = {
+    get: (type) => byType.get(type),
+    types: () => [...byType.keys()].sort(),
+    register(definition) {
+      byType.set(definition.type, definition);
+    },
+    async loadModules(specifiers, baseDir = process.cwd()) {
+      const failures: ModuleLoadFailure[] = [];
+      for (const [index, specifier] of specifiers.entries()) {
+        if (loaded.has(specifier)) continue;
+        try {
+          const module = (await import(resolveSpecifier(specifier, baseDir))) as Partial<AdapterModule>;
+          if (!Array.isArray(module.adapters)) {
+            failures.push({
+              index,
+              specifier,
+              message: `module "${specifier}" has no "adapters" export; export const adapters: AdapterDefinition[] = [...]`,
+            });
+            continue;
+          }
+          for (const definition of module.adapters) registry.register(definition);
+          loaded.add(specifier);
+        } catch (error) {
+          failures.push({
+            index,
+            specifier,
+            message: `cannot load adapter module "${specifier}": ${(error as Error).message.split("\n")[0]}`,
+          });
+        }
+      }
+      return failures;
+    },
+    async create(type, config, context) {
+      const definition = byType.get(type);
+      if (definition === undefined) {
+        throw new PipelineError(
+          "unknown_adapter",
+          `[factflow/engine] route "${context.route}" names unknown adapter "${type}". Known adapters: ${registry.types().join(", ")}`,
+        );
+      }
+      return await definition.create(config, context);
+    },
+  };
+  for (const definition of definitions) registry.register(definition);
+  return registry;
+}
+
+function resolveSpecifier(specifier: string, baseDir: string): string {
+  if (isAbsolute(specifier)) return pathToFileURL(specifier).href;
+  // A package name: prefer the copy installed next to the config, fall back to the engine's view.
+  try {
+    return pathToFileURL(createRequire(join(baseDir, "noop.js")).resolve(specifier)).href;
+  } catch {
+    return specifier;
+  }
+}

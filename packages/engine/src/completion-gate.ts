@@ -1,0 +1,99 @@
+import type { LineageProtocol, Logger } from "@factflow/protocols";
+import type { RouteProcessor } from "./route-processor.js";
+
+export interface CompletionGateOptions {
+  readonly executionId: string;
+  readonly processors: readonly RouteProcessor[];
+  readonly lineage: LineageProtocol;
+  readonly logger: Logger;
+  /** Called once, when the execution is complete. */
+  readonly onComplete: () => void;
+  /** Safety-net poll while idle, in ms. @default 250 */
+  readonly pollMs?: number;
+}
+
+/**
+ * Decides when an execution is complete: at one moment every route is idle (no handler working, no
+ * fan-out publish pending, no message held in a batch) AND lineage has no open row after a flush.
+ * "One moment" is enforced with an activity epoch: any delivery starting while the lineage query
+ * runs invalidates the answer. Checks run as soon as a handler finishes (low latency) and on a slow
+ * poll. When the only open rows are messages held in stateful batches, the route has drained and
+ * the batches are flushed instead.
+ */
+export class CompletionGate {
+  readonly #options: CompletionGateOptions;
+  #epoch = 0;
+  #running = false;
+  #again = false;
+  #closed = false;
+  #poll: NodeJS.Timeout | undefined;
+
+  constructor(options: CompletionGateOptions) {
+    this.#options = options;
+  }
+
+  start(): void {
+    this.#poll = setInterval(() => this.trigger(), this.#options.pollMs ?? 250);
+    this.#poll.unref();
+    this.trigger();
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#poll);
+  }
+
+  /** A delivery started: any check in progress no longer describes "one moment". */
+  activity(): void {
+    this.#epoch++;
+  }
+
+  /** Something finished; check soon if everything looks idle. */
+  trigger(): void {
+    if (this.#closed || !this.#activeIdle()) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = true;
+    void this.#loop();
+  }
+
+  #activeIdle(): boolean {
+    return this.#options.processors.every((p) => p.isActiveIdle);
+  }
+
+  async #loop(): Promise<void> {
+    try {
+      do {
+        this.#again = false;
+        await this.#checkOnce();
+      } while (this.#again && !this.#closed);
+    } catch (error) {
+      this.#options.logger.warn("completion check failed; retrying on the next poll", {
+        error: (error as Error).message,
+      });
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #checkOnce(): Promise<void> {
+    if (this.#closed || !this.#activeIdle()) return;
+    const epoch = this.#epoch;
+    const { lineage, executionId, processors } = this.#options;
+    await lineage.flush();
+    const open = await lineage.countOpen(executionId);
+    if (this.#closed || epoch !== this.#epoch || !this.#activeIdle()) return;
+    const held = processors.reduce((sum, p) => sum + p.heldCount, 0);
+    if (held === 0 && open === 0) {
+      this.close();
+      this.#options.onComplete();
+    } else if (held > 0 && open === held) {
+      // Nothing else is anywhere in the pipeline: the batches will not fill further.
+      for (const processor of processors) {
+        for (const index of processor.batches.keys()) await processor.flushBatch(index);
+      }
+    }
+  }
+}

@@ -1,0 +1,78 @@
+import {
+  type AdapterDefinition,
+  type ExecutionStoreProtocol,
+  type LineageProtocol,
+  type Logger,
+  type QueueProtocol,
+  type StorageProtocol,
+  silentLogger,
+} from "@factflow/protocols";
+import { type AdapterRegistry, createAdapterRegistry } from "./adapter-registry.js";
+import { ExecutionService } from "./execution-service.js";
+import { OrchestratorManager } from "./orchestrator-manager.js";
+
+export interface EngineOptions {
+  /** A connected provider; the engine never connects or closes it. */
+  readonly queue: QueueProtocol;
+  readonly lineage: LineageProtocol;
+  readonly executions: ExecutionStoreProtocol;
+  readonly storage: StorageProtocol;
+  /** Adapter definitions by type (e.g. the built-ins of `@factflow/adapters`). */
+  readonly adapters?: readonly AdapterDefinition[];
+  /** @default silentLogger */
+  readonly logger?: Logger;
+  /** Executions running at once. @default 10 */
+  readonly maxConcurrent?: number;
+  /** Interval of `route_progress` events, in ms. @default 500 */
+  readonly progressIntervalMs?: number;
+  /**
+   * Register every outbound message durably before publishing it (not only fan-out children).
+   * Turn on when several server processes consume the same executions. @default false
+   */
+  readonly strictLineage?: boolean;
+  /** Queued lineage writes above which a handler waits for a flush before publishing. @default 1000 */
+  readonly maxLineageBacklog?: number;
+}
+
+export interface Engine {
+  readonly service: ExecutionService;
+  readonly manager: OrchestratorManager;
+  readonly registry: AdapterRegistry;
+  /**
+   * Stops every running execution (rows stay `running` for `resume`, or are marked cancelled with
+   * `{ cancel: true }`). Does not close the queue, lineage, store or storage: the caller owns them.
+   */
+  shutdown(options?: { cancel?: boolean }): Promise<void>;
+}
+
+/** Wires the engine on the services the application hands it. */
+export function createEngine(options: EngineOptions): Engine {
+  const logger = options.logger ?? silentLogger;
+  const registry = createAdapterRegistry(options.adapters ?? []);
+  const manager = new OrchestratorManager({
+    queue: options.queue,
+    lineage: options.lineage,
+    executions: options.executions,
+    storage: options.storage,
+    registry,
+    logger,
+    ...(options.maxConcurrent === undefined ? {} : { maxConcurrent: options.maxConcurrent }),
+    ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
+    ...(options.strictLineage === undefined ? {} : { strictLineage: options.strictLineage }),
+    ...(options.maxLineageBacklog === undefined ? {} : { maxLineageBacklog: options.maxLineageBacklog }),
+  });
+  const service = new ExecutionService({
+    manager,
+    executions: options.executions,
+    lineage: options.lineage,
+    logger,
+  });
+  return {
+    service,
+    manager,
+    registry,
+    async shutdown(shutdownOptions = {}) {
+      await manager.shutdown(shutdownOptions);
+    },
+  };
+}

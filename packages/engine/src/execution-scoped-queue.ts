@@ -1,0 +1,74 @@
+import {
+  type DurabilityCounters,
+  type MessageHandler,
+  type OutboundMessage,
+  PipelineError,
+  type ProviderCapabilities,
+  type PublishReceipt,
+  parseDestination,
+  QUEUE_PREFIX,
+  type QueueAdminProtocol,
+  type QueueProtocol,
+  type SubscribeOptions,
+  type Subscription,
+} from "@factflow/protocols";
+
+/**
+ * A `QueueProtocol` view scoped to one execution. Point-to-point queues `/queue/<name>` become
+ * `/queue/<executionId>/<name>` and subscription names get `:<first 8 chars of the id>`, so two
+ * executions of the same config never share a queue. Topics (`/topic/...`) are shared on purpose
+ * (cross-execution signalling) and pass through unchanged. `connect`/`close` are not forwarded: the
+ * wrapped provider is shared and owned by the application.
+ */
+export class ExecutionScopedQueue implements QueueProtocol {
+  readonly name: string;
+  readonly capabilities: ProviderCapabilities;
+  readonly admin: QueueAdminProtocol;
+  readonly #inner: QueueProtocol;
+  readonly #suffix: string;
+
+  constructor(
+    inner: QueueProtocol,
+    readonly executionId: string,
+  ) {
+    this.#inner = inner;
+    this.name = inner.name;
+    this.capabilities = inner.capabilities;
+    this.admin = inner.admin;
+    this.#suffix = executionId.slice(0, 8);
+  }
+
+  /** The broker destination a logical destination maps to for this execution. */
+  scope(destination: string): string {
+    const parsed = parseDestination(destination);
+    if ("error" in parsed) throw new PipelineError("invalid_argument", `[factflow/engine] ${parsed.error}`);
+    if (parsed.kind === "topic") return destination;
+    const prefix = `${this.executionId}/`;
+    // Idempotent, so a name that is already scoped is not scoped twice.
+    return parsed.name.startsWith(prefix) ? destination : `${QUEUE_PREFIX}${prefix}${parsed.name}`;
+  }
+
+  /** The subscription name used on the broker for this execution. */
+  scopeSubscription(name: string): string {
+    return name.endsWith(`:${this.#suffix}`) ? name : `${name}:${this.#suffix}`;
+  }
+
+  async connect(): Promise<void> {}
+
+  async close(): Promise<void> {}
+
+  publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    return this.#inner.publish(this.scope(destination), { executionId: this.executionId, ...message });
+  }
+
+  subscribe(destination: string, handler: MessageHandler, options: SubscribeOptions): Promise<Subscription> {
+    return this.#inner.subscribe(this.scope(destination), handler, {
+      ...options,
+      subscription: this.scopeSubscription(options.subscription),
+    });
+  }
+
+  counters(): DurabilityCounters {
+    return this.#inner.counters();
+  }
+}

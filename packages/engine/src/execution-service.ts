@@ -1,0 +1,244 @@
+import type {
+  ExecutionRecord,
+  ExecutionStatus,
+  ExecutionStoreProtocol,
+  JsonValue,
+  LineageProtocol,
+  Logger,
+  PipelineConfig,
+} from "@factflow/protocols";
+import { PipelineError } from "@factflow/protocols";
+import { ExecutionNotFoundError } from "./errors.js";
+import {
+  type ExecutionEvent,
+  ExecutionEventHub,
+  type ExecutionEventListener,
+  TERMINAL_EVENT_TYPES,
+} from "./execution-events.js";
+import { uuidv7 } from "./ids.js";
+import type { OrchestratorManager } from "./orchestrator-manager.js";
+import type { ExecutionSeed } from "./pipeline-orchestrator.js";
+
+export interface CreateExecutionRequest {
+  /** A config returned by `loadPipelineConfig`; it is frozen into the execution's snapshot. */
+  readonly config: PipelineConfig;
+  /** @default config.name */
+  readonly configName?: string;
+  readonly configVersion?: number | null;
+  /** Body of the init message; default `config.init.message`. */
+  readonly input?: JsonValue | null;
+}
+
+export interface ReplayRequest {
+  /** The route the segment starts at; resolved from the parent's snapshot. */
+  readonly fromRoute: string;
+  /** Only these recorded inputs of `fromRoute` (message ids); default all. */
+  readonly messageIds?: readonly string[];
+}
+
+/**
+ * Executions as the API sees them: create (freeze the snapshot, start), resume, cancel, complete,
+ * fail, replay, and a per-execution event stream with monotonically increasing ids.
+ */
+export class ExecutionService {
+  readonly hub: ExecutionEventHub;
+  readonly #manager: OrchestratorManager;
+  readonly #executions: ExecutionStoreProtocol;
+  readonly #lineage: LineageProtocol;
+  readonly #logger: Logger;
+
+  constructor(options: {
+    manager: OrchestratorManager;
+    executions: ExecutionStoreProtocol;
+    lineage: LineageProtocol;
+    logger: Logger;
+    hub?: ExecutionEventHub;
+  }) {
+    this.#manager = options.manager;
+    this.#executions = options.executions;
+    this.#lineage = options.lineage;
+    this.#logger = options.logger;
+    this.hub = options.hub ?? new ExecutionEventHub();
+  }
+
+  /** Freezes the config into a new execution row (status running, UUIDv7 id) and starts it. */
+  async create(request: CreateExecutionRequest): Promise<ExecutionRecord> {
+    this.#manager.assertCapacity();
+    const record = await this.#executions.createExecution({
+      id: uuidv7(),
+      configName: request.configName ?? request.config.name,
+      configVersion: request.configVersion ?? request.config.version ?? null,
+      configSnapshot: request.config,
+      input: request.input ?? null,
+    });
+    await this.#start(record, { kind: "init", ...(request.input == null ? {} : { input: request.input }) });
+    return record;
+  }
+
+  /**
+   * Re-runs a segment of a finished execution as a new execution linked to it: routes come from
+   * the parent's snapshot only, and `fromRoute` is fed the inputs lineage recorded for it.
+   */
+  async replay(parentId: string, request: ReplayRequest): Promise<ExecutionRecord> {
+    const parent = await this.#executions.getExecution(parentId);
+    if (parent === undefined) throw new ExecutionNotFoundError(parentId);
+    const snapshot = parent.configSnapshot;
+    if (snapshot.routes[request.fromRoute] === undefined) {
+      throw new PipelineError(
+        "invalid_argument",
+        `[factflow/engine] route "${request.fromRoute}" is not in the snapshot of execution ${parentId}. Routes: ${Object.keys(snapshot.routes).join(", ")}`,
+      );
+    }
+    const inputs = await this.#lineage.routeInputs(parentId, request.fromRoute, request.messageIds);
+    if (inputs.length === 0) {
+      throw new PipelineError(
+        "invalid_argument",
+        `[factflow/engine] execution ${parentId} recorded no inputs for route "${request.fromRoute}"${request.messageIds ? " with those message ids" : ""}; nothing to replay`,
+      );
+    }
+    this.#manager.assertCapacity();
+    const record = await this.#executions.createExecution({
+      id: uuidv7(),
+      configName: parent.configName,
+      configVersion: parent.configVersion,
+      configSnapshot: snapshot,
+      input: null,
+      parentExecutionId: parentId,
+      replayFromRoute: request.fromRoute,
+    });
+    await this.#start(record, { kind: "inputs", route: request.fromRoute, inputs });
+    return record;
+  }
+
+  /** Continues a `running` execution after a restart: the broker still holds its messages. */
+  async resume(executionId: string): Promise<ExecutionRecord> {
+    const record = await this.get(executionId);
+    if (record.status !== "running")
+      throw new ExecutionNotFoundError(executionId, `is ${record.status}, not running`);
+    if (this.#manager.get(executionId) !== undefined) return record;
+    await this.#start(record, { kind: "none" });
+    return record;
+  }
+
+  async get(executionId: string): Promise<ExecutionRecord> {
+    const record = await this.#executions.getExecution(executionId);
+    if (record === undefined) throw new ExecutionNotFoundError(executionId);
+    return record;
+  }
+
+  /** Cancels a running execution (here, or an orphaned `running` row). Returns the final status. */
+  async cancel(executionId: string, reason = "cancelled by request"): Promise<ExecutionStatus> {
+    if (await this.#manager.cancel(executionId, reason)) return "cancelled";
+    return this.#finishOrphan(executionId, "cancelled", reason);
+  }
+
+  /** Marks an execution completed by hand (e.g. an operator closing an orphaned row). */
+  complete(executionId: string): Promise<ExecutionStatus> {
+    return this.#finishOrphan(executionId, "completed");
+  }
+
+  /** Marks an execution failed, stopping it if it runs here. */
+  async fail(executionId: string, error: string): Promise<ExecutionStatus> {
+    const orchestrator = this.#manager.get(executionId);
+    if (orchestrator !== undefined) {
+      await orchestrator.fail(error);
+      return "failed";
+    }
+    return this.#finishOrphan(executionId, "failed", error);
+  }
+
+  /** Calls `listener` with the kept events after `afterId`, then live ones; returns unsubscribe. */
+  subscribe(executionId: string, listener: ExecutionEventListener, afterId = 0): () => void {
+    return this.hub.subscribe(executionId, listener, afterId);
+  }
+
+  /**
+   * The execution's events after `afterId` (SSE Last-Event-ID), then live ones, ending after the
+   * terminal event. For an execution that ended before this process kept its history, yields one
+   * synthesized terminal event.
+   */
+  async *events(
+    executionId: string,
+    options: { afterId?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<ExecutionEvent> {
+    const record = await this.get(executionId);
+    if (record.status !== "running" && !this.hub.has(executionId)) {
+      this.hub.emit(executionId, record.status, record.error === null ? {} : { error: record.error });
+    }
+    const buffer: ExecutionEvent[] = [];
+    let wake: (() => void) | undefined;
+    const unsubscribe = this.hub.subscribe(
+      executionId,
+      (event) => {
+        buffer.push(event);
+        wake?.();
+      },
+      options.afterId ?? 0,
+    );
+    const onAbort = () => wake?.();
+    options.signal?.addEventListener("abort", onAbort);
+    try {
+      while (!options.signal?.aborted) {
+        const event = buffer.shift();
+        if (event === undefined) {
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+          wake = undefined;
+          continue;
+        }
+        yield event;
+        if (TERMINAL_EVENT_TYPES.has(event.type)) return;
+      }
+    } finally {
+      unsubscribe();
+      options.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Resolves with the final status once the execution ends. */
+  async waitForEnd(executionId: string, timeoutMs?: number): Promise<ExecutionStatus> {
+    const signal = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+    for await (const event of this.events(executionId, signal ? { signal } : {})) {
+      if (TERMINAL_EVENT_TYPES.has(event.type)) return event.type as ExecutionStatus;
+    }
+    return (await this.get(executionId)).status;
+  }
+
+  async #start(record: ExecutionRecord, seed: ExecutionSeed): Promise<void> {
+    const emit = (type: Parameters<ExecutionEventHub["emit"]>[1], data: Record<string, JsonValue>) =>
+      this.hub.emit(record.id, type, data);
+    emit("started", {
+      configName: record.configName,
+      ...(record.parentExecutionId === null ? {} : { parentExecutionId: record.parentExecutionId }),
+      ...(record.replayFromRoute === null ? {} : { replayFromRoute: record.replayFromRoute }),
+    });
+    try {
+      await this.#manager.start({ executionId: record.id, config: record.configSnapshot, seed, emit });
+    } catch (error) {
+      // The orchestrator marks its own start failures; a refused start (cap) is marked here.
+      if (!this.hub.isEnded(record.id)) {
+        const message = (error as Error).message;
+        await this.#executions.finishExecution(record.id, "failed", { error: message }).catch(() => false);
+        emit("failed", { error: message });
+      }
+      this.#logger.error("execution failed to start", {
+        executionId: record.id,
+        error: (error as Error).message,
+      });
+      throw error;
+    }
+  }
+
+  async #finishOrphan(
+    executionId: string,
+    status: Exclude<ExecutionStatus, "running">,
+    error?: string,
+  ): Promise<ExecutionStatus> {
+    const record = await this.get(executionId);
+    if (record.status !== "running") return record.status;
+    await this.#executions.finishExecution(executionId, status, error === undefined ? {} : { error });
+    this.hub.emit(executionId, status, error === undefined ? {} : { error });
+    return status;
+  }
+}

@@ -1,0 +1,36 @@
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import type { JsonValue } from "@factflow/protocols";
+
+/** A UUIDv7 (time-ordered), used for execution ids so they sort by creation time. */
+export function uuidv7(now = Date.now()): string {
+  const bytes = randomBytes(16);
+  // 48-bit big-endian millisecond timestamp.
+  bytes[0] = Math.floor(now / 2 ** 40) & 0xff;
+  bytes[1] = Math.floor(now / 2 ** 32) & 0xff;
+  bytes[2] = Math.floor(now / 2 ** 24) & 0xff;
+  bytes[3] = Math.floor(now / 2 ** 16) & 0xff;
+  bytes[4] = Math.floor(now / 2 ** 8) & 0xff;
+  bytes[5] = now & 0xff;
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x70;
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80;
+  const hex = bytes.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** A random UUIDv4 for lineage rows and messages. */
+export function newId(): string {
+  return randomUUID();
+}
+
+/** JSON with object keys sorted, so equal values hash equally whatever their key order. */
+export function canonicalJson(value: JsonValue): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  const keys = Object.keys(value).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k] as JsonValue)}`).join(",")}}`;
+}
+
+/** sha256 hex of the canonical JSON of `value` (the lineage `inputHash`). */
+export function hashJson(value: JsonValue): string {
+  return createHash("sha256").update(canonicalJson(value)).digest("hex");
+}

@@ -1,0 +1,34 @@
+export type { AdapterRegistry, ModuleLoadFailure } from "./adapter-registry.js";
+export { createAdapterRegistry } from "./adapter-registry.js";
+export { CompletionGate } from "./completion-gate.js";
+export type { Engine, EngineOptions } from "./create-engine.js";
+export { createEngine } from "./create-engine.js";
+export {
+  DELIVERY_ABANDONED,
+  ExecutionNotFoundError,
+  FatalAdapterError,
+  TooManyConcurrentExecutionsError,
+} from "./errors.js";
+export type {
+  ExecutionEvent,
+  ExecutionEventHubOptions,
+  ExecutionEventListener,
+  ExecutionEventType,
+} from "./execution-events.js";
+export { ExecutionEventHub, TERMINAL_EVENT_TYPES } from "./execution-events.js";
+export { ExecutionScopedQueue } from "./execution-scoped-queue.js";
+export type { CreateExecutionRequest, ReplayRequest } from "./execution-service.js";
+export { ExecutionService } from "./execution-service.js";
+export { canonicalJson, hashJson, uuidv7 } from "./ids.js";
+export type { LoadPipelineConfigOptions } from "./load-pipeline-config.js";
+export { DEFAULT_MAX_CONFIG_BYTES, loadPipelineConfig } from "./load-pipeline-config.js";
+export type { OrchestratorManagerOptions, StartRequest } from "./orchestrator-manager.js";
+export { OrchestratorManager } from "./orchestrator-manager.js";
+export type {
+  ExecutionSeed,
+  OrchestratorEnd,
+  OrchestratorServices,
+  PipelineOrchestratorOptions,
+} from "./pipeline-orchestrator.js";
+export { PipelineOrchestrator } from "./pipeline-orchestrator.js";
+export type { RouteCounters } from "./route-processor.js";

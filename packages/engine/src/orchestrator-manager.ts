@@ -1,0 +1,105 @@
+import { type JsonValue, type PipelineConfig, PipelineError } from "@factflow/protocols";
+import { TooManyConcurrentExecutionsError } from "./errors.js";
+import type { ExecutionEventType } from "./execution-events.js";
+import {
+  type ExecutionSeed,
+  type OrchestratorEnd,
+  type OrchestratorServices,
+  PipelineOrchestrator,
+} from "./pipeline-orchestrator.js";
+
+export interface OrchestratorManagerOptions extends OrchestratorServices {
+  /** Executions running at once in this process. @default 10 */
+  readonly maxConcurrent?: number;
+  /** Interval of `route_progress` events, in ms. @default 500 */
+  readonly progressIntervalMs?: number;
+}
+
+/** A start request: which execution, from which config, seeded how, reporting where. */
+export interface StartRequest {
+  readonly executionId: string;
+  readonly config: PipelineConfig;
+  readonly seed: ExecutionSeed;
+  readonly emit: (type: ExecutionEventType, data: Record<string, JsonValue>) => void;
+}
+
+/**
+ * Keeps the running orchestrators of this process and caps them at `maxConcurrent`; over the cap
+ * `start` throws `TooManyConcurrentExecutionsError`. A slot is reserved synchronously, so concurrent
+ * starts cannot overshoot.
+ */
+export class OrchestratorManager {
+  readonly maxConcurrent: number;
+  readonly #services: OrchestratorManagerOptions;
+  readonly #running = new Map<string, PipelineOrchestrator>();
+  #reserved = 0;
+  #closed = false;
+
+  constructor(options: OrchestratorManagerOptions) {
+    this.#services = options;
+    this.maxConcurrent = options.maxConcurrent ?? 10;
+  }
+
+  /** Throws `TooManyConcurrentExecutionsError` when no slot is free. */
+  assertCapacity(): void {
+    if (this.#closed) {
+      throw new PipelineError(
+        "cancelled",
+        "[factflow/engine] the engine is shut down; no new execution can start",
+      );
+    }
+    if (this.#running.size + this.#reserved >= this.maxConcurrent)
+      throw new TooManyConcurrentExecutionsError(this.maxConcurrent);
+  }
+
+  /** Starts an orchestrator; resolves once every route is subscribed and the seed is published. */
+  async start(request: StartRequest): Promise<PipelineOrchestrator> {
+    this.assertCapacity();
+    this.#reserved++;
+    const orchestrator = new PipelineOrchestrator({
+      ...this.#services,
+      executionId: request.executionId,
+      config: request.config,
+      seed: request.seed,
+      emit: request.emit,
+      ...(this.#services.progressIntervalMs === undefined
+        ? {}
+        : { progressIntervalMs: this.#services.progressIntervalMs }),
+    });
+    this.#running.set(request.executionId, orchestrator);
+    this.#reserved--;
+    void orchestrator.done.then(() => this.#running.delete(request.executionId));
+    await orchestrator.start();
+    return orchestrator;
+  }
+
+  get(executionId: string): PipelineOrchestrator | undefined {
+    return this.#running.get(executionId);
+  }
+
+  /** Ids of the executions running in this process. */
+  active(): string[] {
+    return [...this.#running.keys()];
+  }
+
+  /** Cancels a running execution; false if it is not running here. */
+  async cancel(executionId: string, reason?: string): Promise<boolean> {
+    const orchestrator = this.#running.get(executionId);
+    if (orchestrator === undefined) return false;
+    await orchestrator.cancel(reason);
+    return true;
+  }
+
+  /**
+   * Graceful shutdown: refuses new starts and stops every orchestrator (subscriptions first; handlers
+   * in flight are aborted and their messages redelivered later). Execution rows stay `running`, so a
+   * restarted server can `resume` them; pass `{ cancel: true }` to mark them cancelled instead.
+   */
+  async shutdown(options: { cancel?: boolean } = {}): Promise<OrchestratorEnd[]> {
+    this.#closed = true;
+    const all = [...this.#running.values()];
+    return Promise.all(
+      all.map((o) => (options.cancel === true ? o.cancel("server shutting down") : o.stop())),
+    );
+  }
+}

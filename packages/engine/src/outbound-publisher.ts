@@ -1,0 +1,127 @@
+import { Headers, type JsonValue, type MessageEnvelope, PipelineError } from "@factflow/protocols";
+import type { PendingEmit } from "./adapter-chain.js";
+import { newId } from "./ids.js";
+import { errorInfoOf, messageRow } from "./lineage-rows.js";
+import type { ExecutionRuntime } from "./runtime.js";
+import type { Watermark } from "./semaphore.js";
+
+/** What one settled chain sends on. */
+export interface OutboundBatch {
+  readonly route: string;
+  readonly outbound: readonly string[];
+  /** The delivery being handled (its correlation id is inherited). */
+  readonly envelope: MessageEnvelope;
+  /** The chain's final data: published to every outbound queue unless null. */
+  readonly data: JsonValue | null;
+  /** The adapter row the final data came from. */
+  readonly lastRowId: string | undefined;
+  /** Fan-out messages collected along the chain. */
+  readonly emitted: readonly PendingEmit[];
+  readonly watermark: Watermark;
+  readonly maxFanoutPending: number;
+}
+
+interface Target {
+  queue: string;
+  body: JsonValue;
+  parentId: string | undefined;
+  headers?: Record<string, string>;
+  priority?: number;
+}
+
+/**
+ * Publishes a chain's outputs and resolves once every publish is confirmed (the caller acks only
+ * then). Each message gets a `message` lineage row first: fan-out children are registered durably
+ * before any of them is published, so a completion check can never run between the parent's ack
+ * and its children's publish. Returns how many messages were published; throws the first failure.
+ */
+export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> {
+  const { outbound } = batch;
+  const targets: Target[] = [];
+  if (batch.data !== null)
+    for (const queue of outbound) targets.push({ queue, body: batch.data, parentId: batch.lastRowId });
+  for (const { message, parentRowId } of batch.emitted) {
+    if (message.queue !== undefined && !outbound.includes(message.queue)) {
+      throw new PipelineError(
+        "invalid_argument",
+        `[factflow/engine] route "${batch.route}" emitted a message to "${message.queue}", which is not one of its outbound queues (${outbound.join(", ") || "none"})`,
+      );
+    }
+    for (const queue of message.queue === undefined ? outbound : [message.queue]) {
+      targets.push({
+        queue,
+        body: message.body,
+        parentId: parentRowId,
+        ...(message.headers ? { headers: message.headers } : {}),
+        ...(message.priority === undefined ? {} : { priority: message.priority }),
+      });
+    }
+  }
+  if (targets.length === 0) return 0;
+  const correlationId = batch.envelope.correlationId;
+  const rows = targets.map((t) =>
+    messageRow({
+      executionId: runtime.executionId,
+      route: runtime.routeForQueue(t.queue) ?? t.queue,
+      messageId: newId(),
+      correlationId,
+      payload: t.body,
+      ...(t.parentId === undefined ? {} : { parentId: t.parentId }),
+    }),
+  );
+  batch.watermark.add(targets.length);
+  let remaining = targets.length;
+  let published = 0;
+  try {
+    if (batch.emitted.length > 0 || runtime.strictLineage) {
+      // Fan-out: durable before any publish, so no process's completion gate can miss a child.
+      await runtime.lineage.registerPending(rows);
+    } else {
+      // One message per outbound queue: queued ahead of every later change of the parent's rows,
+      // so this process's gate sees it; the backlog is bounded to keep completion prompt.
+      for (const row of rows) runtime.lineage.record(row);
+      if (runtime.lineage.counters().queued > runtime.maxLineageBacklog) await runtime.lineage.flush();
+    }
+    let failure: unknown;
+    let next = 0;
+    const worker = async () => {
+      while (next < targets.length) {
+        const i = next++;
+        const target = targets[i] as Target;
+        const row = rows[i] as (typeof rows)[number];
+        try {
+          await runtime.queue.publish(`/queue/${target.queue}`, {
+            id: row.id,
+            body: target.body,
+            correlationId,
+            headers: {
+              ...target.headers,
+              ...(target.parentId === undefined ? {} : { [Headers.lineageParent]: target.parentId }),
+            },
+            ...(target.priority === undefined ? {} : { priority: target.priority }),
+          });
+          published++;
+        } catch (error) {
+          failure ??= error;
+          // Never published: close its row so the execution can still complete.
+          runtime.lineage.update(row.id, {
+            status: "failed",
+            error: errorInfoOf(error),
+            finishedAt: new Date().toISOString(),
+          });
+        } finally {
+          remaining--;
+          batch.watermark.done(1);
+        }
+      }
+    };
+    // At most `max_fanout_pending` publishes in flight (and a sane cap on concurrent sends).
+    const width = Math.min(targets.length, batch.maxFanoutPending, 64);
+    await Promise.all(Array.from({ length: width }, worker));
+    if (failure !== undefined) throw failure;
+    return published;
+  } catch (error) {
+    batch.watermark.done(remaining); // what was never attempted (e.g. registerPending failed)
+    throw error;
+  }
+}

@@ -1,0 +1,298 @@
+import { setMaxListeners } from "node:events";
+import { performance } from "node:perf_hooks";
+import {
+  type Adapter,
+  type ExecutionStatus,
+  type ExecutionStoreProtocol,
+  type JsonValue,
+  type LineageProtocol,
+  type Logger,
+  type PipelineConfig,
+  PipelineError,
+  type QueueProtocol,
+  type RecordedInput,
+  type RetryConfig,
+  resolveRetryPolicy,
+  type StorageProtocol,
+} from "@factflow/protocols";
+import type { AdapterRegistry } from "./adapter-registry.js";
+import { CompletionGate } from "./completion-gate.js";
+import type { ExecutionEventType } from "./execution-events.js";
+import { ExecutionScopedQueue } from "./execution-scoped-queue.js";
+import { newId } from "./ids.js";
+import { messageRow } from "./lineage-rows.js";
+import { RouteProcessor } from "./route-processor.js";
+import type { ExecutionRuntime } from "./runtime.js";
+import { Semaphore } from "./semaphore.js";
+
+/** What starts the message flow of an execution. */
+export type ExecutionSeed =
+  /** Publish the config's init message (or `input` when given) to the init route. */
+  | { readonly kind: "init"; readonly input?: JsonValue | null }
+  /** Replay: publish recorded inputs to `route`. */
+  | { readonly kind: "inputs"; readonly route: string; readonly inputs: readonly RecordedInput[] }
+  /** Resume after a restart: publish nothing; the broker still holds the messages. */
+  | { readonly kind: "none" };
+
+/** The shared services an orchestrator runs on. */
+export interface OrchestratorServices {
+  readonly queue: QueueProtocol;
+  readonly lineage: LineageProtocol;
+  readonly executions: ExecutionStoreProtocol;
+  readonly storage: StorageProtocol;
+  readonly registry: AdapterRegistry;
+  readonly logger: Logger;
+  /**
+   * Register every outbound message durably (`registerPending`) before publishing it, not only
+   * fan-out children. Needed when several processes consume one execution's queues. @default false
+   */
+  readonly strictLineage?: boolean;
+  /** Queued lineage writes above which a handler waits for a flush before publishing. @default 1000 */
+  readonly maxLineageBacklog?: number;
+}
+
+export interface PipelineOrchestratorOptions extends OrchestratorServices {
+  readonly executionId: string;
+  readonly config: PipelineConfig;
+  readonly seed: ExecutionSeed;
+  readonly emit: (type: ExecutionEventType, data: Record<string, JsonValue>) => void;
+  /** Interval of `route_progress` events, in ms. @default 500 */
+  readonly progressIntervalMs?: number;
+}
+
+/** How an orchestrator ended: a final status, or `stopped` (shut down, the execution left running). */
+export type OrchestratorEnd = Exclude<ExecutionStatus, "running"> | "stopped";
+
+/**
+ * Runs one execution: subscribes every route, then publishes the seed; watches the completion gate;
+ * ends in the order stop subscriptions → mark the execution row → emit the final event.
+ */
+export class PipelineOrchestrator {
+  readonly executionId: string;
+  readonly processors: RouteProcessor[] = [];
+  /** Resolves once the orchestrator has ended. */
+  readonly done: Promise<OrchestratorEnd>;
+  readonly #options: PipelineOrchestratorOptions;
+  readonly #abort = new AbortController();
+  readonly #adapters: Adapter[] = [];
+  #resolveDone!: (end: OrchestratorEnd) => void;
+  #gate: CompletionGate | undefined;
+  #ending = false;
+  #lastSettled = 0;
+  #progressTimer: NodeJS.Timeout | undefined;
+  #lastProgress = "";
+
+  constructor(options: PipelineOrchestratorOptions) {
+    this.#options = options;
+    this.executionId = options.executionId;
+    // Every in-flight delivery listens on the execution's signal; that is not a leak.
+    setMaxListeners(0, this.#abort.signal);
+    this.done = new Promise((resolve) => {
+      this.#resolveDone = resolve;
+    });
+  }
+
+  async start(): Promise<void> {
+    const { config, executionId } = this.#options;
+    const logger = this.#options.logger.child({ executionId });
+    const queue = new ExecutionScopedQueue(this.#options.queue, executionId);
+    const routeOfQueue = new Map(Object.entries(config.routes).map(([name, r]) => [r.inbound.queue, name]));
+    const runtime: ExecutionRuntime = {
+      executionId,
+      queue,
+      lineage: this.#options.lineage,
+      storage: this.#options.storage,
+      logger,
+      globalSlots: new Semaphore(config.settings.max_handlers),
+      signal: this.#abort.signal,
+      strictLineage: this.#options.strictLineage ?? false,
+      maxLineageBacklog: this.#options.maxLineageBacklog ?? 1000,
+      routeForQueue: (q) => routeOfQueue.get(q),
+      onActivity: () => this.#gate?.activity(),
+      onMaybeIdle: () => this.#gate?.trigger(),
+      onFatal: (error) => {
+        // Close the gate now: the rejected delivery must not let the execution "complete" first.
+        this.#gate?.close();
+        setImmediate(() => void this.#end("failed", error.message));
+      },
+      onSettled: () => {
+        this.#lastSettled = performance.now();
+      },
+    };
+    try {
+      // A snapshot resumed or replayed in a fresh process may name user modules not loaded yet.
+      const failures = await this.#options.registry.loadModules(config.adapter_modules);
+      if (failures.length > 0) {
+        throw new PipelineError(
+          "unknown_adapter",
+          `[factflow/engine] ${failures.map((f) => f.message).join("; ")}`,
+        );
+      }
+      for (const [name, route] of Object.entries(config.routes)) {
+        const adapters: Adapter[] = [];
+        for (const spec of route.adapters) {
+          adapters.push(
+            await this.#options.registry.create(spec.type, spec.config as Record<string, JsonValue>, {
+              logger: logger.child({ route: name, adapter: spec.type }),
+              executionId,
+              route: name,
+            }),
+          );
+        }
+        this.#adapters.push(...adapters);
+        this.processors.push(
+          new RouteProcessor(runtime, {
+            name,
+            route,
+            adapters,
+            retry: toRetryPolicy(route.retry ?? config.settings.retry),
+            maxFanoutPending: config.settings.max_fanout_pending,
+            handlerTimeoutMs: config.settings.handler_timeout_ms,
+          }),
+        );
+      }
+      this.#gate = new CompletionGate({
+        executionId,
+        processors: this.processors,
+        lineage: this.#options.lineage,
+        logger,
+        onComplete: () => void this.#end("completed"),
+      });
+      // Every route subscribed before anything is published: nothing is sent to a queue nobody reads.
+      for (const processor of this.processors) await processor.start();
+      await this.#publishSeed(queue, routeOfQueue);
+    } catch (error) {
+      await this.#end("failed", (error as Error).message);
+      throw error;
+    }
+    this.#progressTimer = setInterval(() => this.#emitProgress(), this.#options.progressIntervalMs ?? 500);
+    this.#progressTimer.unref();
+    this.#gate.start();
+  }
+
+  /** Stops the execution and marks it cancelled. */
+  cancel(reason = "cancelled"): Promise<OrchestratorEnd> {
+    return this.#end("cancelled", reason);
+  }
+
+  /** Stops the execution and marks it failed with `error`. */
+  fail(error: string): Promise<OrchestratorEnd> {
+    return this.#end("failed", error);
+  }
+
+  /** Stops consuming without finishing the execution row (server shutdown; `resume` continues it). */
+  stop(): Promise<OrchestratorEnd> {
+    return this.#end("stopped");
+  }
+
+  /** Per-route counters. */
+  counters(): Record<string, Record<string, number>> {
+    return Object.fromEntries(this.processors.map((p) => [p.name, { ...p.counters }]));
+  }
+
+  async #publishSeed(queue: ExecutionScopedQueue, routeOfQueue: Map<string, string>): Promise<void> {
+    const { config, seed, lineage, executionId } = this.#options;
+    if (seed.kind === "none") return;
+    const route = seed.kind === "init" ? config.init.route : seed.route;
+    const routeConfig = config.routes[route];
+    if (routeConfig === undefined) {
+      throw new PipelineError(
+        "invalid_argument",
+        `[factflow/engine] route "${route}" is not in the config of execution ${executionId}`,
+      );
+    }
+    const messages =
+      seed.kind === "init"
+        ? [
+            {
+              id: newId(),
+              correlationId: undefined,
+              body: (seed.input ?? config.init.message ?? {}) as JsonValue,
+            },
+          ]
+        : seed.inputs.map((input) => ({
+            id: newId(),
+            correlationId: input.correlationId,
+            body: input.payload,
+          }));
+    const rows = messages.map((m) =>
+      messageRow({
+        executionId,
+        route: routeOfQueue.get(routeConfig.inbound.queue) ?? route,
+        messageId: m.id,
+        correlationId: m.correlationId ?? m.id,
+        payload: m.body,
+      }),
+    );
+    await lineage.registerPending(rows);
+    for (const m of messages) {
+      await queue.publish(`/queue/${routeConfig.inbound.queue}`, {
+        id: m.id,
+        body: m.body,
+        ...(m.correlationId === undefined ? {} : { correlationId: m.correlationId }),
+      });
+    }
+  }
+
+  #emitProgress(force = false): void {
+    const routes = this.counters();
+    const snapshot = JSON.stringify(routes);
+    if (!force && snapshot === this.#lastProgress) return;
+    this.#lastProgress = snapshot;
+    this.#options.emit("route_progress", { routes });
+  }
+
+  async #end(end: OrchestratorEnd, error?: string): Promise<OrchestratorEnd> {
+    if (this.#ending) return this.done;
+    this.#ending = true;
+    const idleAt = performance.now();
+    this.#gate?.close();
+    clearInterval(this.#progressTimer);
+    const { executions, lineage, logger, executionId } = this.#options;
+    // 1. Stop subscriptions first, so the names are free and nothing more is consumed.
+    await Promise.allSettled(this.processors.map((p) => p.stop()));
+    this.#abort.abort(new PipelineError("cancelled", `[factflow/engine] execution ${executionId} ${end}`));
+    await Promise.allSettled(this.#adapters.map(async (a) => a.close?.()));
+    if (end !== "stopped") {
+      await lineage.flush().catch(() => undefined);
+      const counters: Record<string, number> = {};
+      for (const [route, values] of Object.entries(this.counters())) {
+        for (const [key, value] of Object.entries(values))
+          if (key !== "inFlight" && key !== "held") counters[`${route}.${key}`] = value;
+      }
+      // 2. Then the row, 3. then the event.
+      try {
+        await executions.finishExecution(executionId, end, {
+          ...(error === undefined ? {} : { error }),
+          counters,
+        });
+      } catch (storeError) {
+        logger.error("could not record the end of the execution", {
+          executionId,
+          error: (storeError as Error).message,
+        });
+      }
+      this.#emitProgress(true);
+      const ms = (t: number) => Math.round((t - this.#lastSettled) * 100) / 100;
+      this.#options.emit(end, {
+        ...(error === undefined ? {} : { error }),
+        counters,
+        // Last settled delivery → gate fired, and → this event (after unsubscribe and the row update).
+        ...(this.#lastSettled > 0
+          ? { gateDelayMs: ms(idleAt), completionDelayMs: ms(performance.now()) }
+          : {}),
+      });
+    }
+    this.#resolveDone(end);
+    return end;
+  }
+}
+
+function toRetryPolicy(retry: RetryConfig) {
+  return resolveRetryPolicy({
+    maxAttempts: retry.max_attempts,
+    initialDelayMs: retry.initial_delay_ms,
+    multiplier: retry.multiplier,
+    maxDelayMs: retry.max_delay_ms,
+  });
+}

@@ -1,0 +1,335 @@
+import {
+  type Adapter,
+  type Delivery,
+  type HandlerResult,
+  isStatefulAdapter,
+  type LineageErrorInfo,
+  MessageStatus,
+  type RetryPolicy,
+  type RouteConfig,
+  type Subscription,
+} from "@factflow/protocols";
+import {
+  type ChainOutcome,
+  type ChainRun,
+  DeliveryAbandoned,
+  recordAbandoned,
+  runChain,
+} from "./adapter-chain.js";
+import { FatalAdapterError } from "./errors.js";
+import { errorInfoOf } from "./lineage-rows.js";
+import { publishOutputs } from "./outbound-publisher.js";
+import type { ExecutionRuntime } from "./runtime.js";
+import { Semaphore, Watermark } from "./semaphore.js";
+import { BatchState, type HeldDelivery } from "./stateful-batch.js";
+
+/** Counters of one route, reported in `route_progress` events and the execution's counters. */
+export interface RouteCounters {
+  acknowledged: number;
+  failed: number;
+  rejected: number;
+  abandoned: number;
+  published: number;
+  inFlight: number;
+  held: number;
+}
+
+export interface RouteProcessorOptions {
+  readonly name: string;
+  readonly route: RouteConfig;
+  readonly adapters: readonly Adapter[];
+  readonly retry: RetryPolicy;
+  readonly maxFanoutPending: number;
+  readonly handlerTimeoutMs: number;
+}
+
+/**
+ * Consumes one route's inbound queue. A delivery acquires the execution's global slot, then the
+ * route slot, then waits below the fan-out watermark; it runs the adapter chain, publishes every
+ * outbound message (lineage rows registered durably first) and only then returns ACKNOWLEDGED.
+ */
+export class RouteProcessor {
+  readonly name: string;
+  readonly counters: RouteCounters = {
+    acknowledged: 0,
+    failed: 0,
+    rejected: 0,
+    abandoned: 0,
+    published: 0,
+    inFlight: 0,
+    held: 0,
+  };
+  readonly batches = new Map<number, BatchState>();
+  readonly #options: RouteProcessorOptions;
+  readonly #runtime: ExecutionRuntime;
+  readonly #routeSlots: Semaphore;
+  readonly #watermark: Watermark;
+  #subscription: Subscription | undefined;
+
+  constructor(runtime: ExecutionRuntime, options: RouteProcessorOptions) {
+    this.name = options.name;
+    this.#options = options;
+    this.#runtime = runtime;
+    this.#routeSlots = new Semaphore(options.route.inbound.concurrency);
+    this.#watermark = new Watermark(options.maxFanoutPending);
+    options.adapters.forEach((adapter, index) => {
+      if (isStatefulAdapter(adapter)) this.batches.set(index, new BatchState());
+    });
+  }
+
+  /** No handler working, no fan-out publish pending (held batch deliveries are counted apart). */
+  get isActiveIdle(): boolean {
+    return this.counters.inFlight === 0 && this.#watermark.pending === 0;
+  }
+
+  /** Deliveries parked in stateful batches. */
+  get heldCount(): number {
+    return this.counters.held;
+  }
+
+  async start(): Promise<void> {
+    const inbound = this.#options.route.inbound;
+    // A batch can only fill if the broker hands out that many deliveries at once.
+    let capacity = 0;
+    for (const index of this.batches.keys()) {
+      const adapter = this.#options.adapters[index];
+      if (adapter !== undefined && isStatefulAdapter(adapter)) capacity += adapter.capacity ?? 0;
+    }
+    const concurrency = Math.max(inbound.concurrency, capacity);
+    this.#subscription = await this.#runtime.queue.subscribe(
+      `/queue/${inbound.queue}`,
+      (d, s) => this.#handle(d, s),
+      {
+        subscription: this.name,
+        prefetch: Math.max(inbound.prefetch, concurrency),
+        concurrency,
+        retry: this.#options.retry,
+        handlerTimeoutMs: this.#options.handlerTimeoutMs,
+      },
+    );
+    for (const [index, batch] of this.batches) {
+      const adapter = this.#options.adapters[index];
+      const interval =
+        adapter !== undefined && isStatefulAdapter(adapter) ? (adapter.flushIntervalMs ?? 5000) : 5000;
+      batch.timer = setInterval(() => void this.flushBatch(index), interval);
+      batch.timer.unref();
+    }
+  }
+
+  /** Stops consuming; in-flight and held handlers are aborted and their messages redelivered later. */
+  async stop(): Promise<void> {
+    for (const batch of this.batches.values()) clearInterval(batch.timer);
+    const subscription = this.#subscription;
+    this.#subscription = undefined;
+    await subscription?.unsubscribe();
+  }
+
+  /**
+   * Emits what a stateful adapter holds (timer, or the route drained). The newest held delivery
+   * carries the batch on; the others settle the way it does.
+   */
+  async flushBatch(index: number): Promise<void> {
+    const batch = this.batches.get(index);
+    const adapter = this.#options.adapters[index];
+    if (batch === undefined || adapter === undefined || !isStatefulAdapter(adapter) || batch.size === 0)
+      return;
+    try {
+      await batch.mutex.acquire(this.#runtime.signal);
+    } catch {
+      return;
+    }
+    let held: HeldDelivery[] = [];
+    try {
+      if (batch.size === 0) return;
+      const result = await adapter.flush({
+        executionId: this.#runtime.executionId,
+        route: this.name,
+        storage: this.#runtime.storage,
+        logger: this.#runtime.logger,
+        signal: this.#runtime.signal,
+      });
+      held = batch.take();
+      const leader = held.pop();
+      if (leader === undefined) return;
+      if (
+        result === null ||
+        (result.data === null && (result.emitMessages?.length ?? 0) === 0 && result.error === undefined)
+      ) {
+        for (const entry of [...held, leader])
+          entry.resolve({ kind: "settle", status: MessageStatus.ACKNOWLEDGED });
+      } else if (result.error !== undefined || result.metadata?.fatal === true) {
+        const error: LineageErrorInfo = {
+          class: "AdapterError",
+          message: result.error ?? "fatal",
+          retryable: true,
+          fatal: false,
+        };
+        for (const entry of [...held, leader])
+          entry.resolve({ kind: "settle", status: MessageStatus.FAILED, error });
+      } else {
+        leader.resolve({ kind: "lead", result, followers: held });
+      }
+    } catch (error) {
+      const info = errorInfoOf(error, { retryable: true });
+      for (const entry of [...held, ...batch.take()])
+        entry.resolve({ kind: "settle", status: MessageStatus.FAILED, error: info });
+    } finally {
+      batch.mutex.release();
+    }
+  }
+
+  async #handle(delivery: Delivery, providerSignal: AbortSignal): Promise<HandlerResult> {
+    const runtime = this.#runtime;
+    // Either the provider (timeout, unsubscribe) or the execution (cancel, fail) may cancel the
+    // handler. Listeners are removed in `finally`: the execution's signal outlives many deliveries.
+    const controller = new AbortController();
+    const signal = controller.signal;
+    const cancel = (event: Event) => controller.abort((event.target as AbortSignal).reason);
+    if (providerSignal.aborted || runtime.signal.aborted)
+      controller.abort(providerSignal.reason ?? runtime.signal.reason);
+    providerSignal.addEventListener("abort", cancel, { once: true });
+    runtime.signal.addEventListener("abort", cancel, { once: true });
+    const envelope = delivery.message;
+    let slots = 0;
+    const release = () => {
+      if (slots >= 2) this.#routeSlots.release();
+      if (slots >= 1) runtime.globalSlots.release();
+      slots = 0;
+    };
+    this.counters.inFlight++;
+    runtime.onActivity();
+    const run: ChainRun = {
+      route: this.name,
+      adapters: this.#options.adapters,
+      batches: this.batches,
+      envelope,
+      attempt: delivery.attempt,
+      signal,
+      emitted: [],
+      followers: [],
+    };
+    try {
+      await runtime.globalSlots.acquire(signal);
+      slots = 1;
+      await this.#routeSlots.acquire(signal);
+      slots = 2;
+      await this.#watermark.whenBelow(signal);
+      runtime.lineage.update(envelope.id, { status: "processing", attempt: delivery.attempt });
+      let outcome: ChainOutcome = await runChain(runtime, run, envelope.body, 0, undefined);
+      while (outcome.kind === "held") {
+        // Parked in a batch: give the slots back so other work proceeds while the batch fills.
+        release();
+        this.counters.inFlight--;
+        this.counters.held++;
+        runtime.onMaybeIdle();
+        const parked = outcome;
+        const onAbort = () => {
+          parked.batch.remove(parked.entry);
+          parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        const fate = await parked.fate;
+        signal.removeEventListener("abort", onAbort);
+        this.counters.held--;
+        this.counters.inFlight++;
+        runtime.onActivity();
+        if (fate.kind === "settle") {
+          if (signal.aborted) {
+            recordAbandoned(runtime, run, parked.adapterIndex, parked.entry.rowId);
+            throw new DeliveryAbandoned("held delivery cancelled");
+          }
+          return this.#settle(delivery, fate.status, fate.error);
+        }
+        for (const message of fate.result.emitMessages ?? [])
+          run.emitted.push({ message, parentRowId: parked.entry.rowId });
+        run.followers.push(...fate.followers);
+        outcome = await runChain(runtime, run, fate.result.data, parked.adapterIndex + 1, parked.entry.rowId);
+      }
+      return await this.#complete(delivery, run, outcome);
+    } catch (error) {
+      if (signal.aborted || error instanceof DeliveryAbandoned) {
+        // Back to pending: the broker redelivers it (to this process or another one).
+        runtime.lineage.update(envelope.id, { status: "pending", attempt: delivery.attempt });
+        this.counters.abandoned++;
+        for (const follower of run.followers)
+          follower.resolve({ kind: "settle", status: MessageStatus.PENDING });
+        return MessageStatus.PENDING;
+      }
+      const info = errorInfoOf(error);
+      runtime.logger.error("route handler failed", {
+        route: this.name,
+        messageId: envelope.id,
+        error: info.message,
+      });
+      return this.#settle(delivery, MessageStatus.FAILED, info);
+    } finally {
+      providerSignal.removeEventListener("abort", cancel);
+      runtime.signal.removeEventListener("abort", cancel);
+      release();
+      this.counters.inFlight--;
+      runtime.onMaybeIdle();
+    }
+  }
+
+  async #complete(delivery: Delivery, run: ChainRun, outcome: ChainOutcome): Promise<HandlerResult> {
+    let status: MessageStatus = MessageStatus.ACKNOWLEDGED;
+    let error: LineageErrorInfo | undefined;
+    if (outcome.kind === "failed") {
+      error = outcome.error;
+      status = error.fatal || !error.retryable ? MessageStatus.REJECTED : MessageStatus.FAILED;
+      if (error.fatal)
+        this.#runtime.onFatal(new FatalAdapterError(this.name, outcome.adapter, error.message));
+    } else if (outcome.kind === "done") {
+      try {
+        this.counters.published += await publishOutputs(this.#runtime, {
+          route: this.name,
+          outbound: this.#options.route.outbound,
+          envelope: delivery.message,
+          data: outcome.data,
+          lastRowId: outcome.lastRowId,
+          emitted: run.emitted,
+          watermark: this.#watermark,
+          maxFanoutPending: this.#options.maxFanoutPending,
+        });
+      } catch (publishError) {
+        if (run.signal.aborted) throw publishError;
+        status = MessageStatus.FAILED;
+        error = errorInfoOf(publishError, { retryable: true });
+      }
+    }
+    for (const follower of run.followers)
+      follower.resolve({ kind: "settle", status, ...(error ? { error } : {}) });
+    return this.#settle(delivery, status, error);
+  }
+
+  /** Closes the delivery's message row the way the provider will settle it. */
+  #settle(delivery: Delivery, status: MessageStatus, error?: LineageErrorInfo): HandlerResult {
+    const lineage = this.#runtime.lineage;
+    const id = delivery.message.id;
+    const finishedAt = new Date().toISOString();
+    const withError = error === undefined ? {} : { error };
+    if (status === MessageStatus.ACKNOWLEDGED) {
+      lineage.update(id, { status: "completed", finishedAt });
+      this.counters.acknowledged++;
+    } else if (status === MessageStatus.REJECTED) {
+      lineage.update(id, { status: "failed", finishedAt, ...withError });
+      this.counters.rejected++;
+    } else if (status === MessageStatus.FAILED) {
+      // A retry is coming unless the budget is spent, in which case the provider dead-letters it.
+      const retrying = delivery.attempt < this.#options.retry.maxAttempts;
+      lineage.update(
+        id,
+        retrying
+          ? { status: "pending", attempt: delivery.attempt + 1, ...withError }
+          : { status: "failed", finishedAt, ...withError },
+      );
+      this.counters.failed++;
+    } else {
+      lineage.update(id, { status: "pending", attempt: delivery.attempt });
+      this.counters.abandoned++;
+      return status;
+    }
+    this.#runtime.onSettled();
+    return error === undefined ? status : { status, reason: error.message.slice(0, 500) };
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * A counting semaphore with FIFO waiters. `acquire` resolves when a permit is free or rejects when
+ * the signal aborts first (the permit is then never taken).
+ */
+export class Semaphore {
+  #available: number;
+  readonly #waiters: Array<() => void> = [];
+
+  constructor(readonly permits: number) {
+    this.#available = permits;
+  }
+
+  get available(): number {
+    return this.#available;
+  }
+
+  /** Waiters not yet granted a permit. */
+  get waiting(): number {
+    return this.#waiters.length;
+  }
+
+  acquire(signal?: AbortSignal): Promise<void> {
+    if (this.#available > 0 && this.#waiters.length === 0) {
+      this.#available--;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const grant = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        const index = this.#waiters.indexOf(grant);
+        if (index >= 0) this.#waiters.splice(index, 1);
+        reject(signal?.reason ?? new Error("aborted"));
+      };
+      if (signal?.aborted) {
+        reject(signal.reason ?? new Error("aborted"));
+        return;
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiters.push(grant);
+    });
+  }
+
+  release(): void {
+    const next = this.#waiters.shift();
+    if (next) next();
+    else this.#available = Math.min(this.permits, this.#available + 1);
+  }
+}
+
+/**
+ * The fan-out watermark of one route: publishes pending may not exceed `highWater`. A delivery
+ * waits (`whenBelow`) before starting work while the route is saturated.
+ */
+export class Watermark {
+  #pending = 0;
+  readonly #waiters: Array<() => void> = [];
+
+  constructor(readonly highWater: number) {}
+
+  get pending(): number {
+    return this.#pending;
+  }
+
+  add(count: number): void {
+    this.#pending += count;
+  }
+
+  done(count = 1): void {
+    this.#pending = Math.max(0, this.#pending - count);
+    while (this.#pending < this.highWater && this.#waiters.length > 0) this.#waiters.shift()?.();
+  }
+
+  whenBelow(signal?: AbortSignal): Promise<void> {
+    if (this.#pending < this.highWater) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const wake = () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      };
+      const onAbort = () => {
+        const index = this.#waiters.indexOf(wake);
+        if (index >= 0) this.#waiters.splice(index, 1);
+        reject(signal?.reason ?? new Error("aborted"));
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiters.push(wake);
+    });
+  }
+}

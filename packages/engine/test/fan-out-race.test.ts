@@ -1,0 +1,76 @@
+import { createEmbeddedProvider } from "@factflow/infra-embedded";
+import type { QueueProtocol } from "@factflow/protocols";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, openHarness, seen } from "./harness.js";
+
+const CHILDREN = 25;
+
+/** The real embedded provider, with publishes to `leaf.in` slowed down to widen the race window. */
+function slowLeafPublishes(
+  inner: QueueProtocol,
+  onLeafPublish: (destination: string) => Promise<void>,
+): QueueProtocol {
+  return {
+    name: inner.name,
+    capabilities: inner.capabilities,
+    admin: inner.admin,
+    connect: () => inner.connect(),
+    close: () => inner.close(),
+    counters: () => inner.counters(),
+    subscribe: (destination, handler, options) => inner.subscribe(destination, handler, options),
+    async publish(destination, message) {
+      if (destination.endsWith("/leaf.in")) {
+        await onLeafPublish(destination);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      return inner.publish(destination, message);
+    },
+  };
+}
+
+describe("fan-out and the completion gate", () => {
+  let h: Harness;
+  const openAtFirstPublish: number[] = [];
+  beforeAll(async () => {
+    let lineage: Harness["db"]["lineage"] | undefined;
+    const queue = slowLeafPublishes(createEmbeddedProvider({ mode: "memory" }), async (destination) => {
+      const executionId = destination.split("/")[2] as string;
+      // `rows` reads what is committed, without flushing the writer: it sees only durable rows.
+      if (openAtFirstPublish.length === 0 && lineage) {
+        openAtFirstPublish.push(
+          (await lineage.rows(executionId, { kind: "message", route: "leaf", limit: 1 })).total,
+        );
+      }
+    });
+    h = await openHarness({ queue });
+    lineage = h.db.lineage;
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("registers every child before the first publish, and completes only after all of them ran", async () => {
+    const yaml = `
+name: race
+init: { route: root, message: { items: [${Array.from({ length: CHILDREN }, (_, i) => i).join(", ")}] } }
+routes:
+  root:
+    inbound: { queue: root.in }
+    adapters: [{ type: split, config: { field: items } }]
+    outbound: [leaf.in]
+  leaf:
+    inbound: { queue: leaf.in, concurrency: 8 }
+    adapters: [{ type: sink }]
+`;
+    const { id, status, events } = await h.run(yaml);
+    expect(status).toBe("completed");
+    // Every child's row was durable before the first child was sent.
+    expect(openAtFirstPublish[0]).toBe(CHILDREN);
+    const leafCalls = seen.get(id) ?? [];
+    expect(leafCalls).toHaveLength(CHILDREN);
+    const completedAt = Date.parse(events.at(-1)?.at ?? "");
+    expect(Math.max(...leafCalls.map((c) => c.at))).toBeLessThanOrEqual(completedAt);
+    const messages = await h.rows(id, "message");
+    expect(messages.filter((r) => r.route === "leaf" && r.status === "completed")).toHaveLength(CHILDREN);
+  });
+});
