@@ -26,8 +26,9 @@ export interface EngineOptions {
   /** Interval of `route_progress` events, in ms. @default 500 */
   readonly progressIntervalMs?: number;
   /**
-   * Register every outbound message durably before publishing it (not only fan-out children).
-   * Turn on when several server processes consume the same executions. @default false
+   * Register every outbound message durably before publishing it (not only fan-out children), so a
+   * consumer in another process always finds the row. Safe by default; an in-process provider (where
+   * the publisher is always the consumer) may turn it off for throughput. @default true
    */
   readonly strictLineage?: boolean;
   /** Queued lineage writes above which a handler waits for a flush before publishing. @default 1000 */

@@ -44,7 +44,7 @@ export interface OrchestratorServices {
   readonly logger: Logger;
   /**
    * Register every outbound message durably (`registerPending`) before publishing it, not only
-   * fan-out children. Needed when several processes consume one execution's queues. @default false
+   * fan-out children. Needed when several processes consume one execution's queues. @default true
    */
   readonly strictLineage?: boolean;
   /** Queued lineage writes above which a handler waits for a flush before publishing. @default 1000 */
@@ -105,7 +105,7 @@ export class PipelineOrchestrator {
       logger,
       globalSlots: new Semaphore(config.settings.max_handlers),
       signal: this.#abort.signal,
-      strictLineage: this.#options.strictLineage ?? false,
+      strictLineage: this.#options.strictLineage ?? true,
       maxLineageBacklog: this.#options.maxLineageBacklog ?? 1000,
       routeForQueue: (q) => routeOfQueue.get(q),
       onActivity: () => this.#gate?.activity(),
