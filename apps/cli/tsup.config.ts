@@ -1,4 +1,5 @@
 import { defineConfig } from "tsup";
 import { baseTsupConfig } from "../../tsup.base.ts";
 
-export default defineConfig({ ...baseTsupConfig });
+// bin.ts is the `factflow` executable of the published package.
+export default defineConfig({ ...baseTsupConfig, entry: ["src/index.ts", "src/bin.ts"] });

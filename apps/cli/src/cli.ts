@@ -1,0 +1,124 @@
+import { parseArgs } from "node:util";
+import { ConfigError } from "@factflow/protocols";
+import { ApiError } from "./api-client.js";
+import { configCommand } from "./commands/config.js";
+import { dlqCommand } from "./commands/dlq.js";
+import { executionsCommand } from "./commands/executions.js";
+import { lineageCommand, replayCommand } from "./commands/lineage.js";
+import { runCommand } from "./commands/run.js";
+import { serveCommand } from "./commands/serve.js";
+import { type CliContext, type Flags, UsageError } from "./context.js";
+import { type Output, processOutput } from "./output.js";
+
+export const USAGE = `factflow — run pipelines, inspect executions, lineage and dead letters
+
+Usage:
+  factflow run <pipeline.yaml> [--input JSON|@file] [--json]   run one execution here and print a summary
+  factflow serve [--host H] [--port P]                          run the HTTP API
+  factflow config list | show NAME | validate FILE | run NAME [--input JSON] [--wait]
+  factflow executions list [--status S] [--config C] | show ID | watch ID | cancel ID | resume ID
+  factflow lineage EXECUTION [--message ID] [--route R] [--status S] [--kind message|adapter]
+  factflow replay EXECUTION --from ROUTE [--message ID]... [--wait]
+  factflow dlq list [--queue Q [--execution ID]] | show --queue Q ID | redrive --queue Q [ID] | discard --queue Q ID
+
+Options:
+  --json                 machine-readable output (every read command)
+  --server URL           talk to a server (env FACTFLOW_SERVER_URL); without it commands use
+                         the local data directory in process
+  --token T              API token (env FACTFLOW_API_TOKEN)
+  --settings FILE        settings file (env FACTFLOW_SETTINGS_FILE)
+  --data-dir DIR         data directory (env FACTFLOW_DATA_DIR, default .factflow)
+  --provider NAME        embedded | rabbitmq | artemis (env FACTFLOW_PROVIDER)
+  --limit N --offset N   paging of list commands
+
+Exit codes: 0 success (run: execution completed), 1 failed, 2 usage or config error.`;
+
+const OPTIONS = {
+  json: { type: "boolean", default: false },
+  help: { type: "boolean", short: "h", default: false },
+  wait: { type: "boolean", default: false },
+  server: { type: "string" },
+  token: { type: "string" },
+  settings: { type: "string" },
+  "data-dir": { type: "string" },
+  provider: { type: "string" },
+  input: { type: "string" },
+  status: { type: "string" },
+  config: { type: "string" },
+  "config-version": { type: "string" },
+  route: { type: "string" },
+  kind: { type: "string" },
+  message: { type: "string", multiple: true },
+  from: { type: "string" },
+  queue: { type: "string" },
+  execution: { type: "string" },
+  subscription: { type: "string" },
+  limit: { type: "string" },
+  offset: { type: "string" },
+  host: { type: "string" },
+  port: { type: "string" },
+} as const;
+
+/** Runs one command line; returns the exit code. Never throws for expected failures. */
+export async function main(
+  argv: readonly string[],
+  io: { output?: Output; env?: Record<string, string | undefined>; cwd?: string } = {},
+): Promise<number> {
+  const output = io.output ?? processOutput;
+  let parsed: ReturnType<
+    typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true }>
+  >;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    output.err(`${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const [command, ...rest] = parsed.positionals;
+  const ctx: CliContext = {
+    flags: parsed.values as Flags,
+    output,
+    env: io.env ?? process.env,
+    cwd: io.cwd ?? process.cwd(),
+  };
+  if (command === undefined || ctx.flags.help || command === "help") {
+    output.out(USAGE);
+    return command === undefined && !ctx.flags.help ? 2 : 0;
+  }
+  try {
+    switch (command) {
+      case "run":
+        return await runCommand(ctx, rest);
+      case "serve":
+        return await serveCommand(ctx);
+      case "config":
+        return await configCommand(ctx, rest);
+      case "executions":
+        return await executionsCommand(ctx, rest);
+      case "lineage":
+        return await lineageCommand(ctx, rest);
+      case "replay":
+        return await replayCommand(ctx, rest);
+      case "dlq":
+        return await dlqCommand(ctx, rest);
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      output.err(`${error.message}\n(factflow --help lists the commands)`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      output.err(error.message);
+      return 2;
+    }
+    if (error instanceof ApiError) {
+      output.err(`error (${error.code}): ${error.message}`);
+      for (const issue of error.issues ?? []) output.err(`  - ${issue.path}: ${issue.message}`);
+      return 1;
+    }
+    output.err(`error: ${(error as Error).message ?? String(error)}`);
+    return 1;
+  }
+}

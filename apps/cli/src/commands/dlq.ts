@@ -1,0 +1,122 @@
+import { type CliContext, openBackend, UsageError } from "../context.js";
+import { json, table } from "../output.js";
+
+type Letter = {
+  message_id: string;
+  reason: string;
+  attempts: number;
+  dead_lettered_at: string;
+  last_error: string | null;
+  body: unknown;
+};
+type Destination = { destination: string; kind: string };
+
+/** The destination named by `--queue` (a full `/queue/...` or a name, scoped by `--execution`). */
+export function destinationOf(ctx: CliContext): string | undefined {
+  const queue = ctx.flags.queue;
+  if (queue === undefined) return undefined;
+  if (queue.startsWith("/")) return queue;
+  return ctx.flags.execution === undefined ? `/queue/${queue}` : `/queue/${ctx.flags.execution}/${queue}`;
+}
+
+/** `factflow dlq list [--queue Q [--execution ID]] | show --queue Q ID | redrive --queue Q [ID] | discard --queue Q ID`. */
+export async function dlqCommand(ctx: CliContext, args: readonly string[]): Promise<number> {
+  const [sub, messageId] = args;
+  const usage =
+    "usage: factflow dlq list [--queue Q] | show --queue Q ID | redrive --queue Q [ID] | discard --queue Q ID (Q: /queue/... or a name with --execution ID)";
+  if (sub === undefined || !["list", "show", "redrive", "discard"].includes(sub)) throw new UsageError(usage);
+  const destination = destinationOf(ctx);
+  if (sub !== "list" && destination === undefined)
+    throw new UsageError(`factflow dlq ${sub} needs --queue\n${usage}`);
+  if ((sub === "show" || sub === "discard") && messageId === undefined)
+    throw new UsageError(`factflow dlq ${sub} needs a message id\n${usage}`);
+  const backend = await openBackend(ctx);
+  const { client } = backend;
+  const source = {
+    destination,
+    ...(ctx.flags.subscription === undefined ? {} : { subscription: ctx.flags.subscription }),
+  };
+  try {
+    if (sub === "list" && destination === undefined) {
+      // Every queue that holds dead letters.
+      const { items } = await client.get<{ items: Destination[] }>("/api/v1/queues");
+      const rows: { destination: string; dlq_depth: number; depth: number }[] = [];
+      for (const d of items) {
+        if (d.kind !== "queue" || d.destination.endsWith(".dlq")) continue;
+        if (ctx.flags.execution !== undefined && !d.destination.includes(`/${ctx.flags.execution}/`))
+          continue;
+        const stats = await client.get<{ depth: number; dlq_depth: number }>(
+          `/api/v1/queues/stats?${new URLSearchParams({ destination: d.destination })}`,
+        );
+        if (stats.dlq_depth > 0)
+          rows.push({ destination: d.destination, dlq_depth: stats.dlq_depth, depth: stats.depth });
+      }
+      ctx.output.out(
+        ctx.flags.json
+          ? json(rows)
+          : rows.length === 0
+            ? "no dead letters"
+            : table(
+                ["destination", "dead letters", "depth"],
+                rows.map((r) => [r.destination, r.dlq_depth, r.depth]),
+              ),
+      );
+      return 0;
+    }
+    const params = new URLSearchParams({ destination: destination as string });
+    if (ctx.flags.subscription !== undefined) params.set("subscription", ctx.flags.subscription);
+    if (sub === "list" || sub === "show") {
+      if (ctx.flags.limit !== undefined) params.set("limit", ctx.flags.limit);
+      if (ctx.flags.offset !== undefined) params.set("offset", ctx.flags.offset);
+      if (sub === "show") params.set("limit", "500");
+      const page = await client.get<{ total: number; offset: number; items: Letter[] }>(
+        `/api/v1/queues/dlq?${params}`,
+      );
+      if (sub === "show") {
+        const letter = page.items.find((l) => l.message_id === messageId);
+        if (letter === undefined) {
+          ctx.output.err(`no dead letter ${messageId} among the first 500 of ${destination}`);
+          return 1;
+        }
+        ctx.output.out(json(letter));
+        return 0;
+      }
+      if (ctx.flags.json) ctx.output.out(json(page));
+      else {
+        ctx.output.out(
+          table(
+            ["message", "reason", "attempts", "dead lettered", "last error"],
+            page.items.map((l) => [
+              l.message_id,
+              l.reason,
+              l.attempts,
+              l.dead_lettered_at,
+              (l.last_error ?? "").slice(0, 70),
+            ]),
+          ),
+        );
+        ctx.output.out(`${page.items.length} of ${page.total} dead letters in ${destination}`);
+      }
+      return 0;
+    }
+    if (sub === "redrive") {
+      const result =
+        messageId === undefined
+          ? await client.post<{ redriven: number }>("/api/v1/queues/dlq/redrive", source)
+          : await client.post<{ redriven: boolean }>("/api/v1/queues/dlq/redrive-one", {
+              ...source,
+              message_id: messageId,
+            });
+      ctx.output.out(ctx.flags.json ? json(result) : `redriven: ${String(result.redriven)}`);
+      return 0;
+    }
+    const result = await client.post<{ discarded: boolean }>("/api/v1/queues/dlq/discard", {
+      ...source,
+      message_id: messageId,
+    });
+    ctx.output.out(ctx.flags.json ? json(result) : `discarded ${messageId}`);
+    return 0;
+  } finally {
+    await backend.close();
+  }
+}

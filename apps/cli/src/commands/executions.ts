@@ -1,0 +1,147 @@
+import type { PipelineConfig } from "@factflow/protocols";
+import { type ApiClient, ApiError } from "../api-client.js";
+import { type CliContext, openBackend, UsageError } from "../context.js";
+import { json, table } from "../output.js";
+import { ProgressDisplay, type RouteProgress } from "../progress.js";
+import { routeOrder } from "../route-order.js";
+
+type Execution = {
+  id: string;
+  status: string;
+  config_name: string;
+  config_version: number | null;
+  created_at: string;
+  finished_at: string | null;
+  error: string | null;
+  parent_execution_id: string | null;
+  replay_from_route: string | null;
+  routes?: Record<string, { messages: Record<string, number>; adapters: Record<string, number> }>;
+  config_snapshot?: PipelineConfig;
+};
+
+function query(params: Record<string, string | undefined>): string {
+  const entries = Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined);
+  return entries.length === 0 ? "" : `?${new URLSearchParams(entries).toString()}`;
+}
+
+/** Follows the SSE stream of an execution until it ends; returns the final status. */
+export async function watchExecution(ctx: CliContext, client: ApiClient, id: string): Promise<string> {
+  let status = "running";
+  const display = ctx.flags.json ? undefined : new ProgressDisplay(ctx.output, []);
+  await client.followEvents(`/api/v1/executions/${id}/events`, (event) => {
+    const data = JSON.parse(event.data) as Record<string, unknown>;
+    if (ctx.flags.json) ctx.output.out(JSON.stringify({ id: event.id, type: event.event, data }));
+    else if (event.event === "route_progress")
+      display?.update((data.routes as Record<string, RouteProgress>) ?? {});
+    else if (event.event !== "started")
+      ctx.output.out(`${event.event}${data.error ? `: ${String(data.error)}` : ""}`);
+    if (["completed", "failed", "cancelled"].includes(event.event)) {
+      status = event.event;
+      return true;
+    }
+    return false;
+  });
+  display?.finish();
+  return status;
+}
+
+export function showExecution(ctx: CliContext, e: Execution): void {
+  if (ctx.flags.json) {
+    const { config_snapshot: _snapshot, ...rest } = e;
+    ctx.output.out(json(rest));
+    return;
+  }
+  const lines = [
+    `execution  ${e.id}`,
+    `status     ${e.status}${e.error ? ` (${e.error})` : ""}`,
+    `config     ${e.config_name}${e.config_version === null ? "" : ` v${e.config_version}`}`,
+    `created    ${e.created_at}`,
+    `finished   ${e.finished_at ?? "-"}`,
+  ];
+  if (e.parent_execution_id !== null)
+    lines.push(`replay of  ${e.parent_execution_id} from route ${e.replay_from_route}`);
+  ctx.output.out(lines.join("\n"));
+  if (e.routes !== undefined) {
+    const order = e.config_snapshot === undefined ? Object.keys(e.routes) : routeOrder(e.config_snapshot);
+    const counts = order.flatMap((name) =>
+      e.routes?.[name] === undefined ? [] : [[name, e.routes[name]] as const],
+    );
+    const rows = counts.map(([route, c]) => [
+      route,
+      Object.values(c.messages).reduce((a, b) => a + b, 0),
+      c.messages.completed ?? 0,
+      c.messages.failed ?? 0,
+      (c.messages.pending ?? 0) + (c.messages.processing ?? 0) + (c.messages.initiated ?? 0),
+      c.adapters.failed ?? 0,
+    ]);
+    ctx.output.out(
+      `\n${table(["route", "messages", "completed", "failed", "open", "adapter failures"], rows)}`,
+    );
+  }
+}
+
+/** `factflow executions list|show|watch|cancel`. */
+export async function executionsCommand(ctx: CliContext, args: readonly string[]): Promise<number> {
+  const [sub, id] = args;
+  if (sub === undefined || !["list", "show", "watch", "cancel", "resume"].includes(sub)) {
+    throw new UsageError("usage: factflow executions list|show ID|watch ID|cancel ID|resume ID");
+  }
+  if (sub !== "list" && id === undefined)
+    throw new UsageError(`factflow executions ${sub} needs an execution id`);
+  const backend = await openBackend(ctx);
+  try {
+    const { client } = backend;
+    if (sub === "list") {
+      const page = await client.get<{ total: number; items: Execution[] }>(
+        `/api/v1/executions${query({ status: ctx.flags.status, config: ctx.flags.config, limit: ctx.flags.limit, offset: ctx.flags.offset })}`,
+      );
+      if (ctx.flags.json) ctx.output.out(json(page));
+      else {
+        ctx.output.out(
+          table(
+            ["id", "status", "config", "created", "finished"],
+            page.items.map((e) => [e.id, e.status, e.config_name, e.created_at, e.finished_at]),
+          ),
+        );
+        ctx.output.out(`${page.items.length} of ${page.total}`);
+      }
+      return 0;
+    }
+    const target = id as string;
+    if (sub === "show") {
+      showExecution(ctx, await client.get<Execution>(`/api/v1/executions/${target}?snapshot=true`));
+      return 0;
+    }
+    if (sub === "cancel") {
+      const result = await client.post<{ id: string; status: string; cancelled: boolean }>(
+        `/api/v1/executions/${target}/cancel`,
+      );
+      ctx.output.out(
+        ctx.flags.json
+          ? json(result)
+          : result.cancelled
+            ? `cancelled ${target}`
+            : `${target} is already ${result.status}`,
+      );
+      return 0;
+    }
+    if (
+      backend.runtime !== undefined &&
+      (await client.get<Execution>(`/api/v1/executions/${target}`)).status === "running"
+    ) {
+      throw new UsageError(
+        "this execution is not running in this process; watch it with --server pointing at the server that runs it",
+      );
+    }
+    const status = await watchExecution(ctx, client, target);
+    return status === "completed" ? 0 : 1;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) {
+      ctx.output.err(error.message);
+      return 1;
+    }
+    throw error;
+  } finally {
+    await backend.close();
+  }
+}

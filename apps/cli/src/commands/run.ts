@@ -1,0 +1,95 @@
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { ConfigError, type JsonValue } from "@factflow/protocols";
+import { composeRuntime } from "@factflow/server";
+import { type CliContext, cliLogger, settingsOf, UsageError } from "../context.js";
+import { json } from "../output.js";
+import { ProgressDisplay, type RouteProgress } from "../progress.js";
+import { routeOrder } from "../route-order.js";
+import { renderSummary, summarize } from "../summary.js";
+
+/** Parses `--input`: a JSON value, or `@file.json`. */
+export async function parseInput(raw: string | undefined, cwd: string): Promise<JsonValue | null> {
+  if (raw === undefined) return null;
+  const text = raw.startsWith("@") ? await readFile(resolve(cwd, raw.slice(1)), "utf8") : raw;
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (error) {
+    throw new UsageError(
+      `--input is not valid JSON (${(error as Error).message}); e.g. --input '{"roots":["docs"]}' or --input @input.json`,
+    );
+  }
+}
+
+/**
+ * `factflow run <pipeline.yaml>`: one execution in this process on the provider from settings (the
+ * embedded provider under .factflow/ by default), live progress, then a summary. Exit 0 only when
+ * the execution completed.
+ */
+export async function runCommand(ctx: CliContext, args: readonly string[]): Promise<number> {
+  const file = args[0];
+  if (file === undefined)
+    throw new UsageError(
+      "factflow run needs a pipeline file: factflow run examples/docs-ingest/pipeline.yaml",
+    );
+  const path = resolve(ctx.cwd, file);
+  let source: string;
+  try {
+    source = await readFile(path, "utf8");
+  } catch (error) {
+    throw new UsageError(
+      `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? "error"}); check the path`,
+    );
+  }
+  const input = await parseInput(ctx.flags.input, ctx.cwd);
+  const settings = settingsOf(ctx);
+  const { output, flags } = ctx;
+  const runtime = await composeRuntime(settings, { logger: cliLogger(output), progressIntervalMs: 250 });
+  let interrupted = 0;
+  let executionId: string | undefined;
+  const onSigint = () => {
+    interrupted += 1;
+    if (interrupted > 1) process.exit(130);
+    output.err("interrupted: cancelling the execution (press Ctrl-C again to quit at once)");
+    if (executionId !== undefined) void runtime.engine.cancel(executionId).catch(() => undefined);
+  };
+  process.on("SIGINT", onSigint);
+  try {
+    const config = await runtime.parseConfig(source, path);
+    const record = await runtime.engine.create({
+      config,
+      configName: config.name,
+      configVersion: config.version ?? null,
+      input,
+      configPath: path,
+    });
+    executionId = record.id;
+    if (!flags.json) {
+      const where =
+        settings.provider === "embedded"
+          ? `embedded (${settings.embedded_mode}) provider, data in ${settings.data_dir}`
+          : `${settings.provider} provider`;
+      output.out(`factflow: running ${config.name} as execution ${record.id} on the ${where}`);
+    }
+    const display = flags.json ? undefined : new ProgressDisplay(output, routeOrder(config));
+    const abort = new AbortController();
+    for await (const event of runtime.engine.events(record.id, { afterId: 0, signal: abort.signal })) {
+      if (event.type === "route_progress")
+        display?.update((event.data as { routes?: Record<string, RouteProgress> }).routes ?? {});
+    }
+    display?.finish();
+    await runtime.lineage.flush();
+    const summary = await summarize(runtime, record.id);
+    output.out(flags.json ? json(summary) : `\n${renderSummary(summary)}`);
+    return summary.status === "completed" ? 0 : 1;
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      output.err(error.message);
+      return 2;
+    }
+    throw error;
+  } finally {
+    process.off("SIGINT", onSigint);
+    await runtime.close();
+  }
+}

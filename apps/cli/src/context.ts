@@ -1,0 +1,108 @@
+import type { Logger } from "@factflow/protocols";
+import {
+  composeRuntime,
+  createApp,
+  type FactflowRuntime,
+  loadSettings,
+  type Settings,
+} from "@factflow/server";
+import { ApiClient } from "./api-client.js";
+import type { Output } from "./output.js";
+
+/** Parsed flags shared by every command. */
+export interface Flags {
+  json: boolean;
+  help: boolean;
+  server?: string;
+  token?: string;
+  settings?: string;
+  "data-dir"?: string;
+  provider?: string;
+  input?: string;
+  status?: string;
+  config?: string;
+  "config-version"?: string;
+  route?: string;
+  kind?: string;
+  message?: string[];
+  from?: string;
+  queue?: string;
+  execution?: string;
+  subscription?: string;
+  limit?: string;
+  offset?: string;
+  host?: string;
+  port?: string;
+  wait: boolean;
+}
+
+/** Everything a command needs. */
+export interface CliContext {
+  readonly flags: Flags;
+  readonly output: Output;
+  readonly env: Record<string, string | undefined>;
+  readonly cwd: string;
+}
+
+/** A usage mistake: printed with a hint, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Settings from env, the settings file and the command line flags. */
+export function settingsOf(ctx: CliContext): Settings {
+  const overrides: Record<string, string> = {};
+  if (ctx.flags["data-dir"] !== undefined) overrides.data_dir = ctx.flags["data-dir"];
+  if (ctx.flags.provider !== undefined) overrides.provider = ctx.flags.provider;
+  if (ctx.flags.host !== undefined) overrides.host = ctx.flags.host;
+  if (ctx.flags.port !== undefined) overrides.port = ctx.flags.port;
+  return loadSettings({
+    env: ctx.env,
+    cwd: ctx.cwd,
+    ...(ctx.flags.settings === undefined ? {} : { file: ctx.flags.settings }),
+    overrides,
+  });
+}
+
+/** A logger for commands: warnings and errors only, as plain lines on stderr. */
+export function cliLogger(output: Output, verbose = false): Logger {
+  const write = (level: string, message: string, fields?: Record<string, unknown>) =>
+    output.err(
+      `${level}: ${message}${fields === undefined || Object.keys(fields).length === 0 ? "" : ` ${JSON.stringify(fields)}`}`,
+    );
+  const logger: Logger = {
+    debug: () => {},
+    info: (m, f) => {
+      if (verbose) write("info", m, f);
+    },
+    warn: (m, f) => write("warn", m, f),
+    error: (m, f) => write("error", m, f),
+    child: () => logger,
+  };
+  return logger;
+}
+
+/** An API client plus what to close when done: the remote server, or an in-process runtime. */
+export interface Backend {
+  readonly client: ApiClient;
+  /** The in-process runtime when no server is configured. */
+  readonly runtime?: FactflowRuntime;
+  close(): Promise<void>;
+}
+
+/**
+ * Remote commands talk to `--server` / FACTFLOW_SERVER_URL. Without one they run the same API in
+ * process against the local data directory (the one `factflow run` wrote).
+ */
+export async function openBackend(ctx: CliContext): Promise<Backend> {
+  const server = ctx.flags.server ?? ctx.env.FACTFLOW_SERVER_URL;
+  const token = ctx.flags.token ?? ctx.env.FACTFLOW_API_TOKEN;
+  if (server !== undefined && server !== "") {
+    return { client: ApiClient.remote(server, token), close: async () => {} };
+  }
+  const settings = settingsOf(ctx);
+  const runtime = await composeRuntime(settings, { logger: cliLogger(ctx.output), progressIntervalMs: 250 });
+  const app = createApp(runtime);
+  const client = new ApiClient(async (path, init) => app.request(path, init), settings.api_token);
+  return { client, runtime, close: () => runtime.close() };
+}

@@ -1,0 +1,90 @@
+import { describe, expect, it } from "vitest";
+import { parseSse } from "../src/api-client.js";
+import { main } from "../src/cli.js";
+import type { Output } from "../src/output.js";
+import { ProgressDisplay } from "../src/progress.js";
+
+function capture(isTty = false): Output & { stdout: string[]; stderr: string[] } {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return { stdout, stderr, isTty, out: (t) => stdout.push(t), err: (t) => stderr.push(t) };
+}
+
+describe("argument handling", () => {
+  it("prints usage for --help and exits 0", async () => {
+    const output = capture();
+    expect(await main(["--help"], { output, env: {} })).toBe(0);
+    expect(output.stdout.join("\n")).toContain("factflow run <pipeline.yaml>");
+  });
+
+  it("exits 2 on an unknown flag, an unknown command or a missing argument", async () => {
+    const flag = capture();
+    expect(await main(["run", "--bogus"], { output: flag, env: {} })).toBe(2);
+    expect(flag.stderr.join("\n")).toContain("--bogus");
+    const command = capture();
+    expect(await main(["launch"], { output: command, env: {} })).toBe(2);
+    expect(command.stderr.join("\n")).toContain('unknown command "launch"');
+    const missing = capture();
+    expect(await main(["run"], { output: missing, env: {} })).toBe(2);
+    expect(missing.stderr.join("\n")).toContain("needs a pipeline file");
+  });
+
+  it("exits 2 with one line per problem on invalid settings", async () => {
+    const output = capture();
+    const pipeline = new URL("../../../examples/docs-ingest/pipeline.yaml", import.meta.url).pathname;
+    const code = await main(["run", pipeline], {
+      output,
+      env: { FACTFLOW_PROVIDER: "kafka", FACTFLOW_PORT: "-1" },
+      cwd: "/tmp",
+    });
+    expect(code).toBe(2);
+    const text = output.stderr.join("\n");
+    expect(text).toContain("provider");
+    expect(text).toContain("port");
+  });
+
+  it("reports an unreachable server with a hint", async () => {
+    const output = capture();
+    const code = await main(["executions", "list", "--server", "http://127.0.0.1:9"], { output, env: {} });
+    expect(code).toBe(1);
+    expect(output.stderr.join("\n")).toContain("cannot reach the Factflow server at http://127.0.0.1:9");
+  });
+});
+
+describe("parseSse", () => {
+  it("parses ids, event names and multi-line data, skipping comments", async () => {
+    const text =
+      ': keepalive\n\nid: 1\nevent: started\ndata: {"a":1}\n\nid: 2\nevent: route_progress\ndata: line1\ndata: line2\n\n';
+    const body = new Response(text).body as ReadableStream<Uint8Array>;
+    const events = [];
+    for await (const e of parseSse(body)) events.push(e);
+    expect(events).toEqual([
+      { id: "1", event: "started", data: '{"a":1}' },
+      { id: "2", event: "route_progress", data: "line1\nline2" },
+    ]);
+  });
+});
+
+describe("ProgressDisplay", () => {
+  it("prints one plain line per changed route when not on a terminal", () => {
+    const output = capture(false);
+    const display = new ProgressDisplay(output, ["a", "b"], 0);
+    display.update({ a: { acknowledged: 1 }, b: {} });
+    display.update({ a: { acknowledged: 1 }, b: { acknowledged: 2, failed: 1 } });
+    display.finish();
+    expect(output.stdout).toEqual([
+      "progress a: done=1 failed=0 rejected=0 in_flight=0 published=0",
+      "progress b: done=0 failed=0 rejected=0 in_flight=0 published=0",
+      "progress b: done=2 failed=1 rejected=0 in_flight=0 published=0",
+    ]);
+  });
+
+  it("redraws the table in place on a terminal", () => {
+    const output = capture(true);
+    const display = new ProgressDisplay(output, ["a"]);
+    display.update({ a: { acknowledged: 1 } });
+    display.update({ a: { acknowledged: 2 } });
+    expect(output.stdout[1]?.startsWith("\x1b[2A")).toBe(true);
+    expect(output.stdout[1]).toContain("2");
+  });
+});

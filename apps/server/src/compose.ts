@@ -1,0 +1,213 @@
+import { mkdir } from "node:fs/promises";
+import { adapters as builtinAdapters } from "@factflow/adapters";
+import { createEngine, type Engine, loadPipelineConfig, TERMINAL_EVENT_TYPES } from "@factflow/engine";
+import { openLineageDatabase } from "@factflow/lineage";
+import type {
+  AdapterDefinition,
+  ExecutionRecord,
+  Logger,
+  PipelineConfig,
+  QueueProtocol,
+  StorageProtocol,
+} from "@factflow/protocols";
+import { createFileStorage } from "@factflow/storage";
+import { ConfigCatalog } from "./config-catalog.js";
+import { meterProvider } from "./metered-provider.js";
+import { FactflowMetrics } from "./metrics.js";
+import { createProvider } from "./provider-factory.js";
+import type { EngineFacade, FactflowRuntime } from "./runtime.js";
+import type { Settings } from "./settings.js";
+
+export interface ComposeOptions {
+  readonly logger: Logger;
+  /** Extra adapter definitions besides the built-ins. */
+  readonly adapters?: readonly AdapterDefinition[];
+  /** Interval of `route_progress` events. @default 500 */
+  readonly progressIntervalMs?: number;
+  /** Storage to use instead of the file storage under `storage_root`. */
+  readonly storage?: StorageProtocol;
+}
+
+/** Maps `/queue/<execution>/<queue>` to route labels, from the snapshots of executions started here. */
+class RouteIndex {
+  private readonly byExecution = new Map<string, Map<string, string>>();
+  add(executionId: string, config: PipelineConfig): void {
+    const map = new Map<string, string>();
+    for (const [route, spec] of Object.entries(config.routes)) map.set(spec.inbound.queue, route);
+    this.byExecution.set(executionId, map);
+  }
+  remove(executionId: string): void {
+    this.byExecution.delete(executionId);
+  }
+  resolve = (destination: string): { route: string; queue: string } => {
+    const match = /^\/queue\/([^/]+)\/(.+)$/.exec(destination);
+    if (match === null) return { route: "(none)", queue: destination.replace(/^\/(queue|topic)\//, "") };
+    const [, executionId = "", queue = ""] = match;
+    return { route: this.byExecution.get(executionId)?.get(queue) ?? queue, queue };
+  };
+}
+
+/**
+ * Builds everything from settings: the provider (connected, metered), the lineage database, storage,
+ * the engine and the config catalog. The one place concrete implementations meet.
+ */
+export async function composeRuntime(settings: Settings, options: ComposeOptions): Promise<FactflowRuntime> {
+  const { logger } = options;
+  const metrics = new FactflowMetrics();
+  const routes = new RouteIndex();
+  await mkdir(settings.data_dir, { recursive: true });
+
+  const rawProvider = await createProvider(settings, logger);
+  await rawProvider.connect();
+  const closers: (() => Promise<void>)[] = [() => rawProvider.close()];
+  try {
+    const provider: QueueProtocol = meterProvider(rawProvider, metrics, routes.resolve);
+    const db = await openLineageDatabase({
+      ...(settings.database_url === undefined ? {} : { databaseUrl: settings.database_url }),
+      dataDir: settings.data_dir,
+      logger,
+    });
+    closers.unshift(() => db.close());
+    const storage = options.storage ?? createFileStorage({ root: settings.storage_root });
+    const engine: Engine = createEngine({
+      queue: provider,
+      lineage: db.lineage,
+      executions: db.executions,
+      storage,
+      adapters: [...builtinAdapters, ...(options.adapters ?? [])],
+      logger,
+      maxConcurrent: settings.max_concurrent,
+      // Only the in-process provider guarantees the publisher is the consumer; with a shared broker
+      // another server may consume the message, so its lineage row must be committed first.
+      strictLineage: rawProvider.name !== "embedded",
+      ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
+    });
+    const parseConfig = (source: string, path: string) =>
+      loadPipelineConfig(source, { path, registry: engine.registry });
+    const configs = new ConfigCatalog(settings.config_dir, db.executions, parseConfig);
+
+    metrics.addCollector({
+      collect: () => {
+        const lineage = db.lineage.counters();
+        const durability = rawProvider.counters();
+        return [
+          {
+            name: "factflow_lineage_writes_total",
+            help: "Lineage rows and updates committed.",
+            type: "counter",
+            samples: [{ value: lineage.written }],
+          },
+          {
+            name: "factflow_lineage_write_retries_total",
+            help: "Lineage writes that failed and were retried.",
+            type: "counter",
+            samples: [{ value: lineage.retriedWrites }],
+          },
+          {
+            name: "factflow_lineage_write_failures_total",
+            help: "Lineage writes given up after retries (lineage missing; should stay 0).",
+            type: "counter",
+            samples: [{ value: lineage.lost }],
+          },
+          {
+            name: "factflow_lineage_writes_queued",
+            help: "Lineage writes queued, not yet committed.",
+            type: "gauge",
+            samples: [{ value: lineage.queued }],
+          },
+          {
+            name: "factflow_provider_messages_total",
+            help: "Provider durability counters by event (published, confirmed, acked, retried, deadLettered, redelivered, superseded, lost).",
+            type: "counter",
+            samples: Object.entries(durability).map(([event, value]) => ({
+              labels: { provider: rawProvider.name, event },
+              value,
+            })),
+          },
+        ];
+      },
+    });
+
+    const observeEnd = (record: ExecutionRecord) => {
+      routes.add(record.id, record.configSnapshot);
+      metrics.executionsRunning.add({}, 1);
+      void engine.service
+        .waitForEnd(record.id)
+        .then(async (status) => {
+          const final = await db.executions.getExecution(record.id);
+          const finishedAt = final?.finishedAt ? Date.parse(final.finishedAt) : Date.now();
+          metrics.executions.inc({ status });
+          metrics.completionSeconds.observe(Math.max(0, finishedAt - Date.parse(record.createdAt)) / 1000);
+        })
+        .catch((error: Error) =>
+          logger.warn("could not observe the end of an execution", {
+            executionId: record.id,
+            error: error.message,
+          }),
+        )
+        .finally(() => {
+          metrics.executionsRunning.add({}, -1);
+          // Keep route labels a little longer: late settlements of this execution still resolve.
+          setTimeout(() => routes.remove(record.id), 60_000).unref();
+        });
+      return record;
+    };
+
+    const facade: EngineFacade = {
+      create: async (request) =>
+        observeEnd(
+          await engine.service.create({
+            config: request.config,
+            configName: request.configName,
+            configVersion: request.configVersion,
+            input: request.input,
+          }),
+        ),
+      cancel: async (id) => {
+        await engine.service.cancel(id);
+        return engine.service.get(id);
+      },
+      resume: async (id) => observeEnd(await engine.service.resume(id)),
+      replay: async (id, request) => observeEnd(await engine.service.replay(id, request)),
+      async *events(id, { afterId, signal }) {
+        for await (const event of engine.service.events(id, { afterId, signal })) {
+          yield { id: event.id, type: event.type, data: { ...event.data, at: event.at } };
+          if (TERMINAL_EVENT_TYPES.has(event.type)) return;
+        }
+      },
+      waitForEnd: async (id) => {
+        await engine.service.waitForEnd(id);
+        return engine.service.get(id);
+      },
+      active: () => engine.manager.active().length,
+      shutdown: () => engine.shutdown(),
+    };
+
+    let closing: Promise<void> | undefined;
+    return {
+      settings,
+      provider,
+      lineage: db.lineage,
+      executions: db.executions,
+      storage,
+      configs,
+      metrics,
+      engine: facade,
+      parseConfig,
+      close() {
+        closing ??= (async () => {
+          await engine
+            .shutdown()
+            .catch((error: Error) => logger.error("engine shutdown failed", { error: error.message }));
+          for (const close of closers) {
+            await close().catch((error: Error) => logger.error("close failed", { error: error.message }));
+          }
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    for (const close of closers) await close().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,102 @@
+import { ConfigError, type FactflowError, isFactflowError, ProviderError } from "@factflow/protocols";
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** The one error body every route returns. */
+export interface ErrorBody {
+  error: { code: string; message: string; issues?: readonly unknown[] };
+}
+
+/** An error raised by the HTTP layer itself (bad JSON, missing token, body too large...). */
+export class HttpProblem extends Error {
+  override readonly name = "HttpProblem";
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    message: string,
+    readonly issues?: readonly unknown[],
+  ) {
+    super(message);
+  }
+}
+
+/** HTTP status of each Factflow error code. Unlisted codes are server faults (500). */
+const STATUS_BY_CODE: Partial<Record<FactflowError["code"], ContentfulStatusCode>> = {
+  config_invalid: 422,
+  unknown_adapter: 422,
+  invalid_argument: 400,
+  invalid_destination: 400,
+  invalid_message: 400,
+  storage_key_invalid: 400,
+  message_too_large: 413,
+  config_not_found: 404,
+  execution_not_found: 404,
+  not_found: 404,
+  too_many_executions: 429,
+  cancelled: 409,
+  provider_closed: 503,
+  provider_not_connected: 503,
+};
+
+function providerStatus(error: ProviderError): ContentfulStatusCode {
+  switch (error.reason) {
+    case "not-found":
+      return 404;
+    case "invalid-input":
+      return 400;
+    case "connection":
+    case "timeout":
+    case "closed":
+      return 503;
+    default:
+      return 502;
+  }
+}
+
+/** Maps any thrown value to a status and the one error body. The only place statuses are chosen. */
+export function toHttpError(error: unknown): { status: ContentfulStatusCode; body: ErrorBody } {
+  if (error instanceof HttpProblem) {
+    const body: ErrorBody = { error: { code: error.code, message: error.message } };
+    if (error.issues !== undefined) body.error.issues = error.issues;
+    return { status: error.status, body };
+  }
+  if (error instanceof HTTPException) {
+    const status = error.status as ContentfulStatusCode;
+    const code = status === 413 ? "payload_too_large" : status === 401 ? "unauthorized" : "http_error";
+    return { status, body: { error: { code, message: error.message || "request failed" } } };
+  }
+  if (isFactflowError(error)) {
+    const status =
+      error instanceof ProviderError && error.code === "provider_error"
+        ? providerStatus(error)
+        : (STATUS_BY_CODE[error.code] ?? 500);
+    const body: ErrorBody = { error: { code: error.code, message: error.message } };
+    if (error instanceof ConfigError) body.error.issues = error.issues;
+    return { status, body };
+  }
+  return {
+    status: 500,
+    body: {
+      error: {
+        code: "internal",
+        message: "[factflow/server] unexpected error; see the server log for details",
+      },
+    },
+  };
+}
+
+/** Hono `onError` handler: logs server faults, answers with the one error shape. */
+export function errorHandler(log: (message: string, fields: Record<string, unknown>) => void) {
+  return (error: Error, c: Context) => {
+    const { status, body } = toHttpError(error);
+    if (status >= 500)
+      log("request failed", {
+        method: c.req.method,
+        path: c.req.path,
+        error: error.message,
+        stack: error.stack,
+      });
+    return c.json(body, status);
+  };
+}

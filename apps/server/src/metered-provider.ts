@@ -1,0 +1,72 @@
+import {
+  type Delivery,
+  type HandlerResult,
+  isSettlingStatus,
+  type MessageHandler,
+  type QueueProtocol,
+  resolveRetryPolicy,
+  type SubscribeOptions,
+  unwrapHandlerResult,
+} from "@factflow/protocols";
+import type { FactflowMetrics } from "./metrics.js";
+
+/** Maps an (execution-scoped) destination to the route and queue labels of its metrics. */
+export type RouteResolver = (destination: string) => { route: string; queue: string };
+
+/**
+ * Wraps a provider so every subscription's handler feeds the message metrics. It only observes:
+ * the handler's return value and errors pass through unchanged, so settlement is the provider's.
+ */
+export function meterProvider(
+  provider: QueueProtocol,
+  metrics: FactflowMetrics,
+  resolve: RouteResolver,
+): QueueProtocol {
+  return {
+    get name() {
+      return provider.name;
+    },
+    get capabilities() {
+      return provider.capabilities;
+    },
+    get admin() {
+      return provider.admin;
+    },
+    connect: () => provider.connect(),
+    close: () => provider.close(),
+    publish: (destination, message) => provider.publish(destination, message),
+    counters: () => provider.counters(),
+    subscribe(destination: string, handler: MessageHandler, options: SubscribeOptions) {
+      const maxAttempts = resolveRetryPolicy(options.retry).maxAttempts;
+      const metered: MessageHandler = async (
+        delivery: Delivery,
+        signal: AbortSignal,
+      ): Promise<HandlerResult> => {
+        const labels = resolve(delivery.destination);
+        const started = performance.now();
+        metrics.inFlight.add({ route: labels.route }, 1);
+        let status = "INCOMPLETE";
+        try {
+          const result = await handler(delivery, signal);
+          const unwrapped = unwrapHandlerResult(result);
+          if (isSettlingStatus(unwrapped.status)) status = unwrapped.status;
+          return result;
+        } finally {
+          metrics.inFlight.add({ route: labels.route }, -1);
+          metrics.handlerSeconds.observe((performance.now() - started) / 1000);
+          metrics.messages.inc({ route: labels.route, queue: labels.queue, status });
+          const isTopic = delivery.destination.startsWith("/topic/");
+          if (
+            status === "REJECTED" ||
+            (status === "FAILED" && (isTopic || delivery.attempt >= maxAttempts))
+          ) {
+            metrics.deadLetters.inc({ route: labels.route });
+          } else if (status === "FAILED") {
+            metrics.retries.inc({ route: labels.route });
+          }
+        }
+      };
+      return provider.subscribe(destination, metered, options);
+    },
+  };
+}

@@ -1,0 +1,42 @@
+import { join } from "node:path";
+import type { Logger, QueueProtocol } from "@factflow/protocols";
+import type { Settings } from "./settings.js";
+
+/**
+ * Builds the (unconnected) queue provider the settings choose. Providers are imported only when
+ * chosen, so a server on RabbitMQ never loads the STOMP client and vice versa.
+ */
+export async function createProvider(settings: Settings, logger: Logger): Promise<QueueProtocol> {
+  const providerLogger = logger.child({ component: `provider-${settings.provider}` });
+  switch (settings.provider) {
+    case "embedded": {
+      const { createEmbeddedProvider } = await import("@factflow/infra-embedded");
+      return settings.embedded_mode === "memory"
+        ? createEmbeddedProvider({ mode: "memory" }, { logger: providerLogger })
+        : createEmbeddedProvider(
+            { mode: "file", dataDir: join(settings.data_dir, "queue") },
+            { logger: providerLogger },
+          );
+    }
+    case "rabbitmq": {
+      const { createRabbitMqProvider } = await import("@factflow/infra-rabbitmq");
+      return createRabbitMqProvider(
+        settings.rabbitmq_url === undefined ? {} : { url: settings.rabbitmq_url },
+        {
+          logger: providerLogger,
+        },
+      );
+    }
+    case "artemis": {
+      const { createArtemisProvider } = await import("@factflow/infra-artemis");
+      return createArtemisProvider(
+        {
+          ...(settings.artemis_url === undefined ? {} : { url: settings.artemis_url }),
+          ...(settings.artemis_user === undefined ? {} : { login: settings.artemis_user }),
+          ...(settings.artemis_password === undefined ? {} : { passcode: settings.artemis_password }),
+        },
+        { logger: providerLogger },
+      );
+    }
+  }
+}

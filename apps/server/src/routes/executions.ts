@@ -1,0 +1,198 @@
+import { FactflowError, type JsonValue } from "@factflow/protocols";
+import { Hono } from "hono";
+import { streamSSE } from "hono/streaming";
+import * as v from "valibot";
+import { PagingQuery, readJson, readQuery } from "../http-input.js";
+import type { FactflowRuntime } from "../runtime.js";
+import { executionJson, lineageJson, routeCountsJson } from "../serialize.js";
+
+const CreateExecutionBody = v.strictObject({
+  config: v.pipe(v.string(), v.minLength(1, "name the config to run")),
+  version: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  input: v.optional(v.unknown()),
+});
+
+const ListQuery = v.object({
+  status: v.optional(
+    v.picklist(
+      ["running", "completed", "failed", "cancelled"],
+      "must be running, completed, failed or cancelled",
+    ),
+  ),
+  config: v.optional(v.string()),
+  parent: v.optional(v.string()),
+  ...PagingQuery,
+});
+
+const LineageQuery = v.object({
+  status: v.optional(
+    v.picklist(
+      ["pending", "initiated", "processing", "completed", "failed", "abandoned"],
+      "is not a lineage status",
+    ),
+  ),
+  route: v.optional(v.string()),
+  kind: v.optional(v.picklist(["message", "adapter"], "must be message or adapter")),
+  ...PagingQuery,
+});
+
+const ReplayBody = v.strictObject({
+  from_route: v.pipe(v.string(), v.minLength(1, "name the route to replay from")),
+  message_ids: v.optional(
+    v.pipe(v.array(v.string()), v.minLength(1, "omit message_ids to replay every input")),
+  ),
+});
+
+/** How often an idle SSE stream sends a comment so proxies keep it open. */
+const SSE_KEEPALIVE_MS = 15_000;
+
+/** Executions, their events (SSE), lineage and replay. */
+export function executionRoutes(rt: FactflowRuntime): Hono {
+  const app = new Hono();
+
+  async function mustGet(id: string) {
+    const record = await rt.executions.getExecution(id);
+    if (record === undefined) {
+      throw new FactflowError(
+        "execution_not_found",
+        `[factflow/server] execution "${id}" does not exist; list executions with GET /api/v1/executions`,
+      );
+    }
+    return record;
+  }
+
+  app.post("/executions", async (c) => {
+    const body = await readJson(c, CreateExecutionBody);
+    const resolved = await rt.configs.resolve(body.config, body.version);
+    const record = await rt.engine.create({
+      config: resolved.config,
+      configName: resolved.name,
+      configVersion: resolved.version,
+      input: body.input === undefined ? null : (body.input as JsonValue),
+      configPath: resolved.path,
+    });
+    return c.json({ id: record.id, status: record.status }, 201, {
+      Location: `/api/v1/executions/${record.id}`,
+    });
+  });
+
+  app.get("/executions", async (c) => {
+    const q = readQuery(c, ListQuery);
+    const page = await rt.executions.listExecutions({
+      ...(q.status === undefined ? {} : { status: q.status }),
+      ...(q.config === undefined ? {} : { configName: q.config }),
+      ...(q.parent === undefined ? {} : { parentExecutionId: q.parent }),
+      offset: q.offset,
+      limit: q.limit,
+    });
+    return c.json({
+      total: page.total,
+      offset: q.offset,
+      limit: q.limit,
+      items: page.items.map((r) => executionJson(r)),
+    });
+  });
+
+  app.get("/executions/:id", async (c) => {
+    const record = await mustGet(c.req.param("id"));
+    const counts = await rt.lineage.countsByRoute(record.id);
+    return c.json({
+      ...executionJson(record, { snapshot: c.req.query("snapshot") === "true" }),
+      routes: routeCountsJson(counts),
+    });
+  });
+
+  app.post("/executions/:id/cancel", async (c) => {
+    const record = await mustGet(c.req.param("id"));
+    if (record.status !== "running")
+      return c.json({ id: record.id, status: record.status, cancelled: false });
+    const after = await rt.engine.cancel(record.id);
+    return c.json({ id: after.id, status: after.status, cancelled: after.status === "cancelled" });
+  });
+
+  app.post("/executions/:id/resume", async (c) => {
+    const record = await mustGet(c.req.param("id"));
+    if (record.status !== "running") {
+      throw new FactflowError(
+        "invalid_argument",
+        `[factflow/server] execution "${record.id}" is ${record.status}; only a running execution left behind by a stopped server can be resumed`,
+      );
+    }
+    const resumed = await rt.engine.resume(record.id);
+    return c.json({ id: resumed.id, status: resumed.status });
+  });
+
+  app.get("/executions/:id/events", async (c) => {
+    const record = await mustGet(c.req.param("id"));
+    const lastId = c.req.header("last-event-id") ?? c.req.query("last_event_id") ?? "0";
+    const afterId = /^\d+$/.test(lastId) ? Number(lastId) : 0;
+    return streamSSE(c, async (stream) => {
+      const abort = new AbortController();
+      stream.onAbort(() => abort.abort());
+      const keepalive = setInterval(() => void stream.write(": keepalive\n\n"), SSE_KEEPALIVE_MS);
+      try {
+        for await (const event of rt.engine.events(record.id, { afterId, signal: abort.signal })) {
+          await stream.writeSSE({
+            id: String(event.id),
+            event: event.type,
+            data: JSON.stringify(event.data ?? null),
+          });
+        }
+      } finally {
+        clearInterval(keepalive);
+      }
+    });
+  });
+
+  app.get("/executions/:id/lineage", async (c) => {
+    const record = await mustGet(c.req.param("id"));
+    const q = readQuery(c, LineageQuery);
+    const page = await rt.lineage.rows(record.id, {
+      ...(q.status === undefined ? {} : { status: q.status }),
+      ...(q.route === undefined ? {} : { route: q.route }),
+      ...(q.kind === undefined ? {} : { kind: q.kind }),
+      offset: q.offset,
+      limit: q.limit,
+    });
+    return c.json({
+      total: page.total,
+      offset: q.offset,
+      limit: q.limit,
+      items: page.items.map(lineageJson),
+    });
+  });
+
+  app.get("/executions/:id/lineage/:messageId", async (c) => {
+    const record = await mustGet(c.req.param("id"));
+    const messageId = c.req.param("messageId");
+    const rows = await rt.lineage.tree(record.id, messageId);
+    if (rows.length === 0) {
+      throw new FactflowError(
+        "not_found",
+        `[factflow/server] message "${messageId}" has no lineage in execution "${record.id}"`,
+      );
+    }
+    return c.json({ execution_id: record.id, message_id: messageId, items: rows.map(lineageJson) });
+  });
+
+  app.post("/executions/:id/replay", async (c) => {
+    const record = await mustGet(c.req.param("id"));
+    const body = await readJson(c, ReplayBody);
+    if (!(body.from_route in record.configSnapshot.routes)) {
+      const known = Object.keys(record.configSnapshot.routes).join(", ");
+      throw new FactflowError(
+        "invalid_argument",
+        `[factflow/server] route "${body.from_route}" is not in execution "${record.id}"; its routes are: ${known}`,
+      );
+    }
+    const replay = await rt.engine.replay(record.id, {
+      fromRoute: body.from_route,
+      ...(body.message_ids === undefined ? {} : { messageIds: body.message_ids }),
+    });
+    return c.json({ id: replay.id, status: replay.status, parent_execution_id: record.id }, 201, {
+      Location: `/api/v1/executions/${replay.id}`,
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,105 @@
+import type { DeadLetter, DeadLetterSource } from "@factflow/protocols";
+import { FactflowError, parseDestination } from "@factflow/protocols";
+import { Hono } from "hono";
+import * as v from "valibot";
+import { PagingQuery, readJson, readQuery } from "../http-input.js";
+import type { FactflowRuntime } from "../runtime.js";
+
+const destination = v.pipe(
+  v.string(),
+  v.check(
+    (d) => !("error" in parseDestination(d)),
+    "must be a destination such as /queue/<name> or /topic/<name>",
+  ),
+);
+const SourceFields = { destination, subscription: v.optional(v.pipe(v.string(), v.minLength(1))) };
+const SourceQuery = v.object(SourceFields);
+const BrowseQuery = v.object({ ...SourceFields, ...PagingQuery });
+const SourceBody = v.strictObject(SourceFields);
+const OneBody = v.strictObject({ ...SourceFields, message_id: v.pipe(v.string(), v.minLength(1)) });
+
+function sourceOf(input: { destination: string; subscription?: string | undefined }): DeadLetterSource {
+  return input.subscription === undefined
+    ? { destination: input.destination }
+    : { destination: input.destination, subscription: input.subscription };
+}
+
+/** A dead letter as the API shows it. */
+export function deadLetterJson(letter: DeadLetter) {
+  return {
+    message_id: letter.message.id,
+    correlation_id: letter.message.correlationId,
+    execution_id: letter.message.executionId ?? null,
+    reason: letter.reason,
+    attempts: letter.attempts,
+    dead_lettered_at: letter.deadLetteredAt,
+    last_error: letter.lastError ?? null,
+    headers: letter.message.headers,
+    body: letter.message.body,
+    published_at: letter.message.publishedAt,
+  };
+}
+
+/** Queue admin through `provider.admin`: list, stats, DLQ browse/redrive/discard. */
+export function queueRoutes(rt: FactflowRuntime): Hono {
+  const app = new Hono();
+  const admin = () => rt.provider.admin;
+
+  app.get("/queues", async (c) => {
+    const items = await admin().listDestinations();
+    return c.json({ provider: rt.provider.name, items });
+  });
+
+  app.get("/queues/stats", async (c) => {
+    const q = readQuery(c, SourceQuery);
+    const stats = await admin().stats(sourceOf(q));
+    return c.json({
+      destination: stats.destination,
+      subscription: stats.subscription ?? null,
+      depth: stats.depth,
+      consumers: stats.consumers,
+      in_flight: stats.inFlight,
+      dlq_depth: stats.dlqDepth,
+    });
+  });
+
+  app.get("/queues/dlq", async (c) => {
+    const q = readQuery(c, BrowseQuery);
+    const page = await admin().browseDeadLetters(sourceOf(q), { offset: q.offset, limit: q.limit });
+    return c.json({
+      total: page.total,
+      offset: page.offset,
+      limit: q.limit,
+      items: page.items.map(deadLetterJson),
+    });
+  });
+
+  app.post("/queues/dlq/redrive", async (c) => {
+    const body = await readJson(c, SourceBody);
+    const { redriven } = await admin().redriveAll(sourceOf(body));
+    return c.json({ destination: body.destination, redriven });
+  });
+
+  app.post("/queues/dlq/redrive-one", async (c) => {
+    const body = await readJson(c, OneBody);
+    const { redriven } = await admin().redriveOne(sourceOf(body), body.message_id);
+    if (!redriven) throw missing(body.destination, body.message_id);
+    return c.json({ destination: body.destination, message_id: body.message_id, redriven });
+  });
+
+  app.post("/queues/dlq/discard", async (c) => {
+    const body = await readJson(c, OneBody);
+    const { discarded } = await admin().discardOne(sourceOf(body), body.message_id);
+    if (!discarded) throw missing(body.destination, body.message_id);
+    return c.json({ destination: body.destination, message_id: body.message_id, discarded });
+  });
+
+  return app;
+}
+
+function missing(destination: string, messageId: string): FactflowError {
+  return new FactflowError(
+    "not_found",
+    `[factflow/server] no dead letter "${messageId}" in ${destination}; browse GET /api/v1/queues/dlq?destination=${destination}`,
+  );
+}

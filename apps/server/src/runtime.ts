@@ -1,0 +1,61 @@
+import type {
+  ExecutionRecord,
+  ExecutionStoreProtocol,
+  JsonValue,
+  LineageProtocol,
+  PipelineConfig,
+  QueueProtocol,
+  StorageProtocol,
+} from "@factflow/protocols";
+import type { ConfigCatalog } from "./config-catalog.js";
+import type { FactflowMetrics } from "./metrics.js";
+import type { Settings } from "./settings.js";
+
+/** One event of an execution's stream (SSE). Ids increase per execution. */
+export interface RuntimeEvent {
+  readonly id: number;
+  readonly type: string;
+  readonly data: unknown;
+}
+
+/** What the HTTP app and the CLI need from the engine. `compose.ts` adapts `@factflow/engine` to it. */
+export interface EngineFacade {
+  create(request: {
+    config: PipelineConfig;
+    configName: string;
+    configVersion: number | null;
+    input: JsonValue | null;
+    /** The config file, so relative `adapter_modules` resolve. */
+    configPath?: string;
+  }): Promise<ExecutionRecord>;
+  cancel(id: string): Promise<ExecutionRecord>;
+  /** Continues an execution left `running` (after a restart); its messages are still on the broker. */
+  resume(id: string): Promise<ExecutionRecord>;
+  replay(
+    id: string,
+    request: { fromRoute: string; messageIds?: readonly string[] },
+  ): Promise<ExecutionRecord>;
+  /** Events after `afterId`, ending after the final one (completed, failed, cancelled). */
+  events(id: string, options: { afterId: number; signal: AbortSignal }): AsyncIterable<RuntimeEvent>;
+  /** Resolves with the final record. */
+  waitForEnd(id: string): Promise<ExecutionRecord>;
+  /** Executions running in this process. */
+  active(): number;
+  shutdown(): Promise<void>;
+}
+
+/** Everything composed from settings; the HTTP app and the CLI use only this. */
+export interface FactflowRuntime {
+  readonly settings: Settings;
+  readonly provider: QueueProtocol;
+  readonly lineage: LineageProtocol;
+  readonly executions: ExecutionStoreProtocol;
+  readonly storage: StorageProtocol;
+  readonly configs: ConfigCatalog;
+  readonly metrics: FactflowMetrics;
+  readonly engine: EngineFacade;
+  /** Validates YAML (schema, adapters, `adapter_modules`) as the engine will run it. */
+  parseConfig(source: string, path: string): Promise<PipelineConfig>;
+  /** Stops executions, then closes provider and database. Idempotent. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,117 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { FactflowError, type Logger, type StorageProtocol } from "@factflow/protocols";
+import { serve } from "@hono/node-server";
+import { createApp } from "./app.js";
+import { composeRuntime } from "./compose.js";
+import { createJsonLogger } from "./logger.js";
+import type { FactflowRuntime } from "./runtime.js";
+import { redactSettings, type Settings } from "./settings.js";
+
+/** A listening server. */
+export interface RunningServer {
+  readonly url: string;
+  readonly port: number;
+  readonly runtime: FactflowRuntime;
+  /** Graceful stop: refuse new requests, stop the engine, close provider and database. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface StartServerOptions {
+  readonly logger?: Logger;
+  /** Install SIGINT/SIGTERM handlers that close the server. @default false */
+  readonly handleSignals?: boolean;
+  /** Resume executions left `running` (embedded provider only: nobody else can be running them). @default true */
+  readonly resumeRunning?: boolean;
+  /** Passed to the engine. */
+  readonly progressIntervalMs?: number;
+  /** Storage to use instead of the file storage under `storage_root`. */
+  readonly storage?: StorageProtocol;
+}
+
+/** Composes the runtime from settings and serves the HTTP API on `settings.host:settings.port`. */
+export async function startServer(
+  settings: Settings,
+  options: StartServerOptions = {},
+): Promise<RunningServer> {
+  const logger = options.logger ?? createJsonLogger();
+  logger.info("starting factflow server", { settings: redactSettings(settings) });
+  const runtime = await composeRuntime(settings, {
+    logger,
+    ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
+    ...(options.storage === undefined ? {} : { storage: options.storage }),
+  });
+  let shuttingDown = false;
+  const app = createApp(runtime, {
+    isShuttingDown: () => shuttingDown,
+    log: (message, fields) => logger.error(message, fields),
+  });
+  let server!: Server;
+  const address = await new Promise<AddressInfo>((resolve, reject) => {
+    server = serve({ fetch: app.fetch, hostname: settings.host, port: settings.port }, resolve) as Server;
+    server.once("error", reject);
+  }).catch(async (error: NodeJS.ErrnoException) => {
+    await runtime.close();
+    throw new FactflowError(
+      "invalid_argument",
+      `[factflow/server] cannot listen on ${settings.host}:${settings.port} (${error.code ?? error.message}); ` +
+        "choose another FACTFLOW_PORT / FACTFLOW_HOST or stop the process using it",
+      { cause: error },
+    );
+  });
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  logger.info("factflow server listening", { url, provider: runtime.provider.name });
+
+  if (options.resumeRunning !== false && settings.provider === "embedded") {
+    void resumeOrphans(runtime, logger);
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      shuttingDown = true;
+      logger.info("shutting down: refusing new connections, stopping executions");
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await runtime.close();
+      // SSE streams of executions that will resume elsewhere never end by themselves.
+      server.closeAllConnections();
+      await stopped;
+      logger.info("factflow server stopped");
+    })();
+    return closing;
+  };
+
+  if (options.handleSignals === true) {
+    const onSignal = (signal: string) => {
+      logger.info("signal received", { signal });
+      void close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    };
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  }
+  return { url, port: address.port, runtime, close };
+}
+
+async function resumeOrphans(runtime: FactflowRuntime, logger: Logger): Promise<void> {
+  try {
+    const { items } = await runtime.executions.listExecutions({ status: "running", limit: 500 });
+    for (const record of items) {
+      try {
+        await runtime.engine.resume(record.id);
+        logger.info("resumed execution left running", { executionId: record.id });
+      } catch (error) {
+        logger.warn("could not resume execution", {
+          executionId: record.id,
+          error: (error as Error).message,
+        });
+      }
+    }
+  } catch (error) {
+    logger.warn("could not list executions to resume", { error: (error as Error).message });
+  }
+}

@@ -1,0 +1,216 @@
+import { readFileSync } from "node:fs";
+import { extname, resolve } from "node:path";
+import { ConfigError, type ConfigIssue } from "@factflow/protocols";
+import * as v from "valibot";
+import { parse as parseYaml } from "yaml";
+
+const PROVIDERS = ["embedded", "rabbitmq", "artemis", "pulsar"] as const;
+
+const intFrom = (min: number, max: number) =>
+  v.pipe(
+    v.union([v.number(), v.pipe(v.string(), v.trim(), v.regex(/^-?\d+$/, "must be a whole number"))]),
+    v.transform((value) => Number(value)),
+    v.integer("must be a whole number"),
+    v.minValue(min, `must be at least ${min}`),
+    v.maxValue(max, `must be at most ${max}`),
+  );
+
+const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1, "must not be empty"));
+
+/**
+ * Server and CLI settings, read from `FACTFLOW_*` environment variables and an optional YAML/JSON
+ * settings file (keys are the variable names without the prefix, in lower case: `rabbitmq_url`).
+ * Environment variables win over the file.
+ */
+export const SettingsSchema = v.pipe(
+  v.strictObject({
+    /** Queue provider. @default "embedded" */
+    provider: v.optional(v.picklist(PROVIDERS, `must be one of ${PROVIDERS.join(", ")}`), "embedded"),
+    /** Embedded provider storage: `file` (survives restarts, under the data dir) or `memory`. @default "file" */
+    embedded_mode: v.optional(v.picklist(["file", "memory"], "must be file or memory"), "file"),
+    /** AMQP URL, required when provider is rabbitmq. */
+    rabbitmq_url: v.optional(
+      v.pipe(nonEmpty, v.regex(/^amqps?:\/\//, "must start with amqp:// or amqps://")),
+    ),
+    /** Artemis STOMP acceptor, e.g. `stomp://127.0.0.1:61613`; required when provider is artemis. */
+    artemis_url: v.optional(
+      v.pipe(nonEmpty, v.regex(/^stomp:\/\//, "must start with stomp:// (e.g. stomp://127.0.0.1:61613)")),
+    ),
+    artemis_user: v.optional(nonEmpty),
+    artemis_password: v.optional(v.string()),
+    /** PostgreSQL URL for lineage and executions; PGlite under the data dir when absent. */
+    database_url: v.optional(v.pipe(nonEmpty, v.regex(/^postgres(ql)?:\/\//, "must start with postgres://"))),
+    /** Where embedded queues, the PGlite database and (by default) artefacts live. @default ".factflow" */
+    data_dir: v.optional(nonEmpty, ".factflow"),
+    /** Artefact storage root. @default "<data_dir>/artefacts" */
+    storage_root: v.optional(nonEmpty),
+    /** Directory of pipeline YAML files the server serves as configs. @default "configs" */
+    config_dir: v.optional(nonEmpty, "configs"),
+    /** Executions running at once before new ones get 429. @default 10 */
+    max_concurrent: v.optional(intFrom(1, 10_000), 10),
+    /** @default "127.0.0.1" */
+    host: v.optional(nonEmpty, "127.0.0.1"),
+    /** @default 8000 (0 picks a free port) */
+    port: v.optional(intFrom(0, 65_535), 8000),
+    /** Bearer token required on every mutating route when set. */
+    api_token: v.optional(v.pipe(v.string(), v.minLength(8, "must be at least 8 characters"))),
+    /** Largest accepted request body, in bytes. @default 1048576 */
+    body_limit_bytes: v.optional(intFrom(1024, 100 * 1024 * 1024), 1024 * 1024),
+  }),
+  v.forward(
+    v.check(
+      (s) => s.provider !== "rabbitmq" || s.rabbitmq_url !== undefined,
+      "is required when provider is rabbitmq (e.g. amqp://guest:guest@127.0.0.1:5672)",
+    ),
+    ["rabbitmq_url"],
+  ),
+  v.forward(
+    v.check(
+      (s) => s.provider !== "artemis" || s.artemis_url !== undefined,
+      "is required when provider is artemis (e.g. stomp://127.0.0.1:61613)",
+    ),
+    ["artemis_url"],
+  ),
+  v.forward(
+    v.check((s) => s.provider !== "pulsar", "pulsar is not available yet: use embedded, rabbitmq or artemis"),
+    ["provider"],
+  ),
+);
+
+type ParsedSettings = v.InferOutput<typeof SettingsSchema>;
+
+/** Validated, frozen settings with paths resolved against the working directory. */
+export type Settings = Readonly<
+  Omit<ParsedSettings, "storage_root" | "provider"> & {
+    provider: Exclude<ParsedSettings["provider"], "pulsar">;
+    storage_root: string;
+  }
+>;
+
+/** The raw input shape (what a settings file or `loadSettings` overrides may hold). */
+export type SettingsInput = v.InferInput<typeof SettingsSchema>;
+
+const KEYS = [
+  "provider",
+  "embedded_mode",
+  "rabbitmq_url",
+  "artemis_url",
+  "artemis_user",
+  "artemis_password",
+  "database_url",
+  "data_dir",
+  "storage_root",
+  "config_dir",
+  "max_concurrent",
+  "host",
+  "port",
+  "api_token",
+  "body_limit_bytes",
+] as const;
+
+const SECRET_KEYS = new Set<string>(["api_token", "artemis_password"]);
+const URL_KEYS = new Set<string>(["rabbitmq_url", "artemis_url", "database_url"]);
+
+export interface LoadSettingsOptions {
+  /** Environment to read; @default process.env */
+  env?: Record<string, string | undefined>;
+  /** Settings file; @default env FACTFLOW_SETTINGS_FILE */
+  file?: string;
+  /** Values that win over env and file (CLI flags, tests). */
+  overrides?: Partial<Record<(typeof KEYS)[number], string | number>>;
+  /** Base for relative paths; @default process.cwd() */
+  cwd?: string;
+}
+
+function readSettingsFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new ConfigError(`[factflow/server] settings file ${path}`, [
+      {
+        path: "(file)",
+        message: `cannot be read (${(error as NodeJS.ErrnoException).code ?? "error"}); check FACTFLOW_SETTINGS_FILE`,
+      },
+    ]);
+  }
+  let data: unknown;
+  try {
+    data = extname(path) === ".json" ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new ConfigError(`[factflow/server] settings file ${path}`, [
+      {
+        path: "(file)",
+        message: `is not valid ${extname(path) === ".json" ? "JSON" : "YAML"}: ${(error as Error).message}`,
+      },
+    ]);
+  }
+  if (data === null || data === undefined) return {};
+  if (typeof data !== "object" || Array.isArray(data)) {
+    throw new ConfigError(`[factflow/server] settings file ${path}`, [
+      { path: "(file)", message: "must hold a mapping of settings" },
+    ]);
+  }
+  return data as Record<string, unknown>;
+}
+
+/**
+ * Reads settings from (lowest to highest precedence) the settings file, `FACTFLOW_*` env and
+ * `overrides`. Throws one `ConfigError` listing every problem; secrets never appear in it.
+ */
+export function loadSettings(options: LoadSettingsOptions = {}): Settings {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const file = options.file ?? env.FACTFLOW_SETTINGS_FILE;
+  const raw: Record<string, unknown> =
+    file === undefined || file === "" ? {} : readSettingsFile(resolve(cwd, file));
+  for (const key of KEYS) {
+    const value = env[`FACTFLOW_${key.toUpperCase()}`];
+    if (value !== undefined && value !== "") raw[key] = value;
+  }
+  for (const [key, value] of Object.entries(options.overrides ?? {})) {
+    if (value !== undefined) raw[key] = value;
+  }
+  const result = v.safeParse(SettingsSchema, raw);
+  if (!result.success) {
+    const issues: ConfigIssue[] = result.issues.map((issue) => {
+      const key = v.getDotPath(issue) ?? "(settings)";
+      // Never echo a secret back; for other keys the received value helps.
+      const shown = SECRET_KEYS.has(key) || URL_KEYS.has(key) ? "" : received(raw[key]);
+      return { path: key, message: `${issue.message}${shown} (env FACTFLOW_${key.toUpperCase()})` };
+    });
+    throw new ConfigError("[factflow/server] settings", issues);
+  }
+  const parsed = result.output;
+  const dataDir = resolve(cwd, parsed.data_dir);
+  return Object.freeze({
+    ...parsed,
+    provider: parsed.provider as Settings["provider"],
+    data_dir: dataDir,
+    storage_root: resolve(cwd, parsed.storage_root ?? resolve(dataDir, "artefacts")),
+    config_dir: resolve(cwd, parsed.config_dir),
+  });
+}
+
+function received(value: unknown): string {
+  if (value === undefined) return "";
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return ` (got ${JSON.stringify(text.length > 60 ? `${text.slice(0, 57)}...` : text)})`;
+}
+
+/** Replaces the password of a URL with `<redacted>`. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, "$1<redacted>@");
+}
+
+/** A copy safe to print or log: secrets as `<redacted>`, URL passwords removed. */
+export function redactSettings(settings: Settings): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(settings)) {
+    if (value === undefined) continue;
+    if (SECRET_KEYS.has(key)) out[key] = "<redacted>";
+    else if (URL_KEYS.has(key) && typeof value === "string") out[key] = redactUrl(value);
+    else out[key] = value;
+  }
+  return out;
+}

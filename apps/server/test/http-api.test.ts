@@ -1,0 +1,285 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../src/app.js";
+import { OPERATIONS } from "../src/openapi.js";
+import { call, readSse, SAMPLE_DOCS, sectionsInArtefacts, startTestServer, waitFor } from "./helpers.js";
+
+// One server (PGlite cold start is slow) with max_concurrent 1, driven over real HTTP.
+let ctx: Awaited<ReturnType<typeof startTestServer>>;
+let base: string;
+
+const SLOW_CONFIG = `
+name: slow
+init: { route: wait }
+routes:
+  wait:
+    inbound: { queue: slow.in }
+    adapters:
+      - type: delay
+        config: { ms: 60000 }
+`;
+
+beforeAll(async () => {
+  ctx = await startTestServer({ max_concurrent: 1, body_limit_bytes: 64 * 1024 });
+  base = ctx.base;
+}, 120_000);
+
+afterAll(async () => {
+  await ctx?.stop();
+});
+
+async function runDocsIngest(): Promise<string> {
+  const created = await call(base, "POST", "/api/v1/executions", {
+    config: "docs-ingest",
+    input: { roots: [SAMPLE_DOCS] },
+  });
+  expect(created.status).toBe(201);
+  expect(created.body).toMatchObject({ status: "running" });
+  return created.body.id as string;
+}
+
+describe("system endpoints", () => {
+  it("answers health, readiness and metrics", async () => {
+    expect((await call(base, "GET", "/healthz")).body).toEqual({ status: "ok" });
+    const ready = await call(base, "GET", "/readyz");
+    expect(ready.status).toBe(200);
+    expect(ready.body.checks).toEqual({ provider: "ok", database: "ok" });
+    const metrics = await call(base, "GET", "/metrics");
+    expect(metrics.headers.get("content-type")).toContain("text/plain");
+    expect(metrics.text).toContain("# TYPE factflow_messages_total counter");
+    expect(metrics.text).toContain("factflow_lineage_write_failures_total 0");
+  });
+
+  it("serves an OpenAPI document listing every route of the app", async () => {
+    const doc = await call(base, "GET", "/api/v1/openapi.json");
+    expect(doc.body.openapi).toBe("3.1.0");
+    const app = createApp(ctx.server.runtime);
+    const registered = app.routes
+      .filter((r) => r.method !== "ALL")
+      .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, "{$1}")}`);
+    const documented = new Set(OPERATIONS.map((o) => `${o.method} ${o.path}`));
+    expect(registered.filter((r) => !documented.has(r))).toEqual([]);
+    for (const op of OPERATIONS) expect(doc.body.paths[op.path]?.[op.method]).toBeDefined();
+  });
+});
+
+describe("errors", () => {
+  it("requires the bearer token on mutating routes only", async () => {
+    const denied = await call(base, "POST", "/api/v1/executions", { config: "docs-ingest" }, { auth: false });
+    expect(denied.status).toBe(401);
+    expect(denied.body.error.code).toBe("unauthorized");
+    expect(denied.headers.get("www-authenticate")).toContain("Bearer");
+    const wrong = await fetch(`${base}/api/v1/executions`, {
+      method: "POST",
+      headers: { authorization: "Bearer nope" },
+      body: "{}",
+    });
+    expect(wrong.status).toBe(401);
+    expect((await call(base, "GET", "/api/v1/executions", undefined, { auth: false })).status).toBe(200);
+  });
+
+  it("answers 400 to bad JSON and invalid bodies", async () => {
+    const bad = await call(base, "POST", "/api/v1/executions", undefined, { raw: "{not json" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("bad_json");
+    const invalid = await call(base, "POST", "/api/v1/executions", { config: 42 });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error.code).toBe("invalid_request");
+    expect(invalid.body.error.issues[0].path).toBe("config");
+  });
+
+  it("answers 404 to an unknown config, execution and route", async () => {
+    const config = await call(base, "POST", "/api/v1/executions", { config: "no-such-config" });
+    expect(config.status).toBe(404);
+    expect(config.body.error.code).toBe("config_not_found");
+    expect(config.body.error.message).toContain("no-such-config");
+    const execution = await call(base, "GET", "/api/v1/executions/00000000-0000-7000-8000-000000000000");
+    expect(execution.status).toBe(404);
+    expect(execution.body.error.code).toBe("execution_not_found");
+    const route = await call(base, "GET", "/api/v1/nope");
+    expect(route.status).toBe(404);
+    expect(route.body.error.code).toBe("route_not_found");
+  });
+
+  it("answers 413 to a body over the limit", async () => {
+    const big = await call(base, "POST", "/api/v1/executions", {
+      config: "docs-ingest",
+      input: { pad: "x".repeat(100 * 1024) },
+    });
+    expect(big.status).toBe(413);
+    expect(big.body.error.code).toBe("payload_too_large");
+  });
+});
+
+describe("configs", () => {
+  it("lists the config directory and validates YAML with paths", async () => {
+    const list = await call(base, "GET", "/api/v1/configs");
+    expect(list.body.items.map((c: { name: string }) => c.name)).toContain("docs-ingest");
+    const one = await call(base, "GET", "/api/v1/configs/docs-ingest");
+    expect(one.body.config.routes.enrich.inbound.queue).toBe("docs.sections");
+    const invalid = await call(base, "POST", "/api/v1/configs/validate", undefined, {
+      raw: "name: broken\ninit: { route: a }\nroutes:\n  a:\n    inbound: { queue: q }\n    adapters: []\n",
+      contentType: "application/yaml",
+    });
+    expect(invalid.status).toBe(200);
+    expect(invalid.body.valid).toBe(false);
+    expect(invalid.body.issues.some((i: { path: string }) => i.path.includes("routes.a.adapters"))).toBe(
+      true,
+    );
+  });
+
+  it("uploads versions and rejects an invalid one with 422", async () => {
+    const first = await call(base, "POST", "/api/v1/configs/slow/versions", { source: SLOW_CONFIG });
+    expect(first.status).toBe(201);
+    expect(first.body).toEqual({ name: "slow", version: 1 });
+    const second = await call(base, "POST", "/api/v1/configs/slow/versions", undefined, {
+      raw: SLOW_CONFIG,
+      contentType: "application/yaml",
+    });
+    expect(second.body.version).toBe(2);
+    const mismatch = await call(base, "POST", "/api/v1/configs/other/versions", { source: SLOW_CONFIG });
+    expect(mismatch.status).toBe(422);
+    expect(mismatch.body.error.code).toBe("config_invalid");
+    expect(mismatch.body.error.issues[0].path).toBe("name");
+  });
+});
+
+describe("executions", () => {
+  let id: string;
+
+  it("answers 429 beyond max_concurrent, and cancels", async () => {
+    const slow = await call(base, "POST", "/api/v1/executions", { config: "slow" });
+    expect(slow.status).toBe(201);
+    const over = await call(base, "POST", "/api/v1/executions", { config: "slow" });
+    expect(over.status).toBe(429);
+    expect(over.body.error.code).toBe("too_many_executions");
+    const cancelled = await call(base, "POST", `/api/v1/executions/${slow.body.id}/cancel`);
+    expect(cancelled.body).toMatchObject({ status: "cancelled", cancelled: true });
+  });
+
+  it("runs the example and streams its events to completion over SSE", async () => {
+    id = await runDocsIngest();
+    const events = await readSse(`${base}/api/v1/executions/${id}/events`);
+    const types = events.map((e) => e.event);
+    expect(types[0]).toBe("started");
+    expect(types).toContain("route_progress");
+    expect(types.at(-1)).toBe("completed");
+    const ids = events.map((e) => Number(e.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    // Reconnecting with Last-Event-ID replays only what came after it.
+    const middle = events[Math.floor(events.length / 2)]?.id ?? "1";
+    const again = await readSse(`${base}/api/v1/executions/${id}/events`, middle);
+    expect(again.map((e) => Number(e.id)).every((n) => n > Number(middle))).toBe(true);
+    expect(again.at(-1)?.event).toBe("completed");
+  });
+
+  it("lists with filters and paging, and shows per-route counts", async () => {
+    const list = await call(base, "GET", "/api/v1/executions?status=completed&config=docs-ingest&limit=1");
+    expect(list.body.total).toBeGreaterThanOrEqual(1);
+    expect(list.body.items).toHaveLength(1);
+    const resume = await call(base, "POST", `/api/v1/executions/${id}/resume`);
+    expect(resume.status).toBe(400);
+    expect(resume.body.error.message).toContain("is completed");
+    const badStatus = await call(base, "GET", "/api/v1/executions?status=weird");
+    expect(badStatus.status).toBe(400);
+    const one = await call(base, "GET", `/api/v1/executions/${id}`);
+    expect(one.body.status).toBe("completed");
+    // 3 sample files, 13 sections, 1 always fails; the 12 others are batched (by 8, or fewer on a
+    // timed flush, so the number of batches depends on timing) and all written.
+    expect(one.body.routes.discover.messages.completed).toBe(1);
+    expect(one.body.routes.split.messages.completed).toBe(3);
+    expect(
+      Object.values(one.body.routes.enrich.messages as Record<string, number>).reduce((a, b) => a + b, 0),
+    ).toBe(13);
+    expect(one.body.routes.batch.messages.completed).toBe(12);
+    expect(one.body.routes.write.messages.completed).toBeGreaterThanOrEqual(2);
+    expect(await sectionsInArtefacts(ctx.server, id)).toBe(12);
+  });
+
+  it("pages and filters lineage, and returns the tree of one message", async () => {
+    const page = await call(base, "GET", `/api/v1/executions/${id}/lineage?limit=5`);
+    expect(page.body.items).toHaveLength(5);
+    expect(page.body.total).toBeGreaterThan(5);
+    const failed = await call(
+      base,
+      "GET",
+      `/api/v1/executions/${id}/lineage?route=enrich&status=failed&kind=adapter`,
+    );
+    expect(failed.body.total).toBeGreaterThanOrEqual(3);
+    const messageId = failed.body.items[0].message_id as string;
+    const tree = await call(base, "GET", `/api/v1/executions/${id}/lineage/${messageId}`);
+    expect(tree.status).toBe(200);
+    expect(tree.body.items.some((r: { route: string }) => r.route === "split")).toBe(true);
+  });
+
+  it("browses, redrives and discards dead letters through the provider admin", async () => {
+    const destination = `/queue/${id}/docs.sections`;
+    const q = new URLSearchParams({ destination }).toString();
+    const dlq = await call(base, "GET", `/api/v1/queues/dlq?${q}`);
+    expect(dlq.body.total).toBe(1);
+    const letter = dlq.body.items[0];
+    expect(letter.attempts).toBe(3);
+    expect(letter.last_error).toContain("simulated outage");
+    const queues = await call(base, "GET", "/api/v1/queues");
+    expect(queues.body.items.some((d: { destination: string }) => d.destination === destination)).toBe(true);
+
+    const one = await call(base, "POST", "/api/v1/queues/dlq/redrive-one", {
+      destination,
+      message_id: letter.message_id,
+    });
+    expect(one.body.redriven).toBe(true);
+    const stats = await call(base, "GET", `/api/v1/queues/stats?${q}`);
+    expect(stats.body).toMatchObject({ depth: 1, dlq_depth: 0 });
+    const missing = await call(base, "POST", "/api/v1/queues/dlq/discard", {
+      destination,
+      message_id: letter.message_id,
+    });
+    expect(missing.status).toBe(404);
+    const redriveAll = await call(base, "POST", "/api/v1/queues/dlq/redrive", { destination });
+    expect(redriveAll.body.redriven).toBe(0);
+    const badDestination = await call(base, "GET", "/api/v1/queues/dlq?destination=nope");
+    expect(badDestination.status).toBe(400);
+  });
+
+  it("replays a segment as a new linked execution", async () => {
+    const sections = await call(
+      base,
+      "GET",
+      `/api/v1/executions/${id}/lineage?route=enrich&kind=message&status=completed&limit=2`,
+    );
+    const messageIds = sections.body.items.map((r: { message_id: string }) => r.message_id);
+    const replay = await call(base, "POST", `/api/v1/executions/${id}/replay`, {
+      from_route: "enrich",
+      message_ids: messageIds,
+    });
+    expect(replay.status).toBe(201);
+    expect(replay.body.parent_execution_id).toBe(id);
+    const done = await waitFor(async () => {
+      const r = await call(base, "GET", `/api/v1/executions/${replay.body.id}`);
+      return r.body.status === "running" ? undefined : r.body;
+    });
+    expect(done).toMatchObject({ status: "completed", parent_execution_id: id, replay_from_route: "enrich" });
+    expect(done.routes.discover).toBeUndefined();
+    expect(done.routes.enrich.messages.completed).toBe(2);
+    const unknownRoute = await call(base, "POST", `/api/v1/executions/${id}/replay`, { from_route: "nope" });
+    expect(unknownRoute.status).toBe(400);
+  });
+
+  it("counts messages, retries and dead letters in /metrics", async () => {
+    const text = (await call(base, "GET", "/metrics")).text;
+    expect(text).toMatch(
+      /factflow_messages_total\{queue="docs.sections",route="enrich",status="FAILED"\} [1-9]/,
+    );
+    expect(text).toMatch(/factflow_dead_letters_total\{route="enrich"\} 1/);
+    expect(text).toMatch(/factflow_retries_total\{route="enrich"\} [1-9]/);
+    expect(text).toMatch(/factflow_executions_total\{status="completed"\} [1-9]/);
+    expect(text).toMatch(/factflow_execution_completion_seconds_count [1-9]/);
+  });
+
+  it("runs the MQ diagnostic on every route of every config", async () => {
+    const result = await call(base, "POST", "/api/v1/system/mq-diagnostic");
+    expect(result.status).toBe(200);
+    // docs-ingest has 5 routes, slow has 1.
+    expect(result.body.lines).toHaveLength(6);
+    expect(result.body.lines.every((l: string) => l.startsWith("ok"))).toBe(true);
+  });
+});

@@ -1,0 +1,299 @@
+import {
+  type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterSource,
+  type DestinationInfo,
+  type DestinationStats,
+  Headers,
+  ProviderError,
+  type QueueAdminProtocol,
+} from "@factflow/protocols";
+import type { IMessage } from "@stomp/stompjs";
+import type { ArtemisConfig } from "./config.js";
+import { DLQ_ID_HEADER, decodeMessage, sendHeaders } from "./envelope-codec.js";
+import { redriveHeaders } from "./failure-copy.js";
+import { type ManagementClient, ResourceNotFound } from "./management.js";
+import {
+  type ArtemisTarget,
+  checkSubscriptionName,
+  consumedQueueName,
+  deadLetterQueueName,
+  queueFromArtemis,
+  resolveDestination,
+  subscribeDestination,
+  subscriptionFromArtemis,
+} from "./naming.js";
+import { consumeQueue } from "./queue-consumer.js";
+import type { StompLink } from "./stomp-link.js";
+
+/** What the admin API needs from its provider. */
+export interface AdminDeps {
+  readonly link: StompLink;
+  readonly management: ManagementClient;
+  readonly config: ArtemisConfig;
+  /** Throws `provider_closed` / `provider_not_connected` when the provider cannot be used. */
+  readonly assertUsable: (what: string) => void;
+  /** Deliveries this provider holds for `queue` that no handler has started yet. */
+  readonly buffered: (queue: string) => number;
+}
+
+function selectorFor(id: string): string {
+  return `${DLQ_ID_HEADER} = '${id.replaceAll("'", "''")}'`;
+}
+
+function toNumber(value: unknown): number {
+  const n = Number(value);
+  return Number.isFinite(n) ? n : 0;
+}
+
+/**
+ * The queue admin API over Artemis. Figures come from Artemis management operations invoked over
+ * STOMP (see {@link ManagementClient}); dead letters are read by consuming the dead-letter queue
+ * without acknowledging and then closing the consumer, which returns every message in its original
+ * order (browse), and are moved or deleted by consuming with a selector on their id and
+ * acknowledging only after the redriven copy has a RECEIPT. Admin operations of one provider run one
+ * at a time.
+ */
+export class ArtemisAdmin implements QueueAdminProtocol {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly deps: AdminDeps) {}
+
+  async listDestinations(): Promise<readonly DestinationInfo[]> {
+    this.deps.assertUsable("admin.listDestinations");
+    const [anycast, multicast] = await Promise.all([
+      this.deps.management.invoke("broker", "getQueueNames", ["ANYCAST"]),
+      this.deps.management.invoke("broker", "getQueueNames", ["MULTICAST"]),
+    ]);
+    const out: DestinationInfo[] = [];
+    for (const name of Array.isArray(anycast) ? anycast : []) {
+      const destination = queueFromArtemis(String(name));
+      if (destination !== undefined) out.push({ destination, kind: "queue" });
+    }
+    const topics = new Map<string, string[]>();
+    for (const name of Array.isArray(multicast) ? multicast : []) {
+      const parsed = subscriptionFromArtemis(String(name));
+      if (parsed === undefined) continue;
+      const list = topics.get(parsed.topic) ?? [];
+      list.push(parsed.subscription);
+      topics.set(parsed.topic, list);
+    }
+    for (const [destination, subscriptions] of topics)
+      out.push({ destination, kind: "topic", subscriptions });
+    return out;
+  }
+
+  async stats(source: DeadLetterSource): Promise<DestinationStats> {
+    this.deps.assertUsable("admin.stats");
+    const { target, queue, dlq } = this.resolve(source);
+    const [figures, dlqFigures] = await Promise.all([
+      this.deps.management.queueFigures(queue),
+      this.deps.management.queueFigures(dlq),
+    ]);
+    const count = figures.messageCount;
+    const delivering = figures.deliveringCount;
+    const consumers = figures.consumerCount;
+    const dlqDepth = dlqFigures.messageCount;
+    // Artemis counts what sits in a consumer's window as delivering; deliveries no handler has
+    // started yet are still waiting as far as Factflow is concerned.
+    const inFlight = Math.max(0, delivering - this.deps.buffered(queue));
+    return {
+      destination: target.destination,
+      ...(source.subscription === undefined ? {} : { subscription: source.subscription }),
+      depth: Math.max(0, count - inFlight),
+      consumers,
+      inFlight,
+      dlqDepth,
+    };
+  }
+
+  browseDeadLetters(
+    source: DeadLetterSource,
+    page: { offset: number; limit: number },
+  ): Promise<DeadLetterPage> {
+    this.deps.assertUsable("admin.browseDeadLetters");
+    const { offset, limit } = page;
+    if (!Number.isInteger(offset) || offset < 0 || !Number.isInteger(limit) || limit < 0) {
+      throw new ProviderError(
+        "artemis",
+        "invalid-input",
+        "browseDeadLetters needs an integer offset >= 0 and limit >= 0",
+        {
+          code: "invalid_argument",
+        },
+      );
+    }
+    return this.serial(async () => {
+      const { dlq } = this.resolve(source);
+      const total = (await this.deps.management.queueFigures(dlq)).messageCount;
+      const wanted = Math.min(total, offset + limit);
+      if (wanted <= offset) return { total, offset, items: [] };
+      const seen: IMessage[] = [];
+      await consumeQueue(
+        this.deps.link,
+        this.deps.config.adminTimeoutMs,
+        dlq,
+        undefined,
+        wanted,
+        async (message) => {
+          seen.push(message);
+          return false;
+        },
+      );
+      return { total, offset, items: seen.slice(offset, offset + limit).map(toDeadLetter) };
+    });
+  }
+
+  redriveAll(source: DeadLetterSource): Promise<{ redriven: number }> {
+    this.deps.assertUsable("admin.redriveAll");
+    return this.serial(async () => {
+      const { target, dlq } = this.resolve(source);
+      const total = (await this.deps.management.queueFigures(dlq)).messageCount;
+      if (total === 0) return { redriven: 0 };
+      const redriven = await consumeQueue(
+        this.deps.link,
+        this.deps.config.adminTimeoutMs,
+        dlq,
+        undefined,
+        total,
+        (message) => this.redrive(target, source, message),
+      );
+      return { redriven };
+    });
+  }
+
+  redriveOne(source: DeadLetterSource, messageId: string): Promise<{ redriven: boolean }> {
+    this.deps.assertUsable("admin.redriveOne");
+    return this.serial(async () => {
+      const { target, dlq } = this.resolve(source);
+      if ((await this.countMatching(dlq, messageId)) === 0) return { redriven: false };
+      const moved = await consumeQueue(
+        this.deps.link,
+        this.deps.config.adminTimeoutMs,
+        dlq,
+        selectorFor(messageId),
+        1,
+        (message) => this.redrive(target, source, message),
+      );
+      return { redriven: moved > 0 };
+    });
+  }
+
+  discardOne(source: DeadLetterSource, messageId: string): Promise<{ discarded: boolean }> {
+    this.deps.assertUsable("admin.discardOne");
+    return this.serial(async () => {
+      const { dlq } = this.resolve(source);
+      if ((await this.countMatching(dlq, messageId)) === 0) return { discarded: false };
+      const removed = await consumeQueue(
+        this.deps.link,
+        this.deps.config.adminTimeoutMs,
+        dlq,
+        selectorFor(messageId),
+        1,
+        async () => true,
+      );
+      return { discarded: removed > 0 };
+    });
+  }
+
+  /**
+   * Deletes a destination's Artemis queues, messages included: the queue and its dead letters, or
+   * every subscription queue of a topic with theirs. For tests and tooling.
+   */
+  async destroy(destination: string): Promise<void> {
+    this.deps.assertUsable("admin.destroy");
+    const target = resolveDestination(destination);
+    const names: string[] = [];
+    if (target.kind === "queue") names.push(target.address, deadLetterQueueName(target));
+    else {
+      const listed = await this.listDestinations();
+      const topic = listed.find((d) => d.destination === target.destination);
+      for (const subscription of topic?.subscriptions ?? [])
+        names.push(consumedQueueName(target, subscription), deadLetterQueueName(target, subscription));
+    }
+    for (const name of names) {
+      try {
+        await this.deps.management.invoke("broker", "destroyQueue", [name, true, true]);
+      } catch (error) {
+        if (!(error instanceof ResourceNotFound) && !/AMQ229017|does not exist/.test(String(error)))
+          throw error;
+      }
+    }
+  }
+
+  private resolve(source: DeadLetterSource): { target: ArtemisTarget; queue: string; dlq: string } {
+    const target = resolveDestination(source.destination);
+    if (target.kind === "topic") {
+      if (source.subscription === undefined) {
+        throw new ProviderError(
+          "artemis",
+          "invalid-input",
+          `"${source.destination}" is a topic: its figures and dead letters are per subscription; pass { subscription }`,
+          { code: "invalid_argument" },
+        );
+      }
+      checkSubscriptionName(source.destination, source.subscription);
+    }
+    const subscription = source.subscription ?? "";
+    return {
+      target,
+      queue: consumedQueueName(target, subscription),
+      dlq: deadLetterQueueName(target, subscription),
+    };
+  }
+
+  private async countMatching(queue: string, messageId: string): Promise<number> {
+    try {
+      return toNumber(
+        await this.deps.management.invoke(`queue.${queue}`, "countMessages", [selectorFor(messageId)]),
+      );
+    } catch (error) {
+      if (error instanceof ResourceNotFound) return 0;
+      throw error;
+    }
+  }
+
+  /** Republishes one dead letter to its source with a fresh budget; resolves true once it has a RECEIPT. */
+  private async redrive(
+    target: ArtemisTarget,
+    source: DeadLetterSource,
+    message: IMessage,
+  ): Promise<boolean> {
+    const { envelope } = decodeMessage(message.headers, message.body);
+    const headers = sendHeaders(
+      {
+        headers: redriveHeaders(envelope),
+        delayMs: 0,
+        ...(envelope.priority === undefined ? {} : { priority: envelope.priority }),
+      },
+      target.kind === "queue" ? "ANYCAST" : "MULTICAST",
+    );
+    const destination =
+      target.kind === "queue" ? target.address : subscribeDestination(target, source.subscription ?? "");
+    await this.deps.link.send(
+      destination,
+      headers,
+      message.body,
+      `redrive ${envelope.id} to "${target.destination}"`,
+    );
+    return true;
+  }
+
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(work, work);
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+}
+
+function toDeadLetter(message: IMessage): DeadLetter {
+  const { envelope } = decodeMessage(message.headers, message.body);
+  const headers = envelope.headers;
+  return {
+    message: envelope,
+    reason: headers[Headers.deadLetterReason] ?? "unknown",
+    attempts: Math.max(1, Number.parseInt(headers[Headers.deliveryAttempt] ?? "1", 10) || 1),
+    deadLetteredAt: headers[Headers.deadLetteredAt] ?? envelope.publishedAt,
+    ...(headers[Headers.lastError] === undefined ? {} : { lastError: headers[Headers.lastError] }),
+  };
+}

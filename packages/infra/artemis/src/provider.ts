@@ -1,0 +1,277 @@
+import {
+  type DurabilityCounters,
+  emptyDurabilityCounters,
+  type Logger,
+  type MessageHandler,
+  type OutboundMessage,
+  type ProviderCapabilities,
+  ProviderError,
+  type PublishReceipt,
+  type QueueProtocol,
+  resolveRetryPolicy,
+  type SubscribeOptions,
+  silentLogger,
+} from "@factflow/protocols";
+import { ArtemisAdmin } from "./admin.js";
+import { classifyArtemisError } from "./classify-error.js";
+import { type ArtemisConfig, type ArtemisConfigInput, endpointOf, parseArtemisConfig } from "./config.js";
+import { encodeMessage, sendHeaders } from "./envelope-codec.js";
+import { ManagementClient } from "./management.js";
+import { checkSubscriptionName, resolveDestination } from "./naming.js";
+import { ALL_CHECKS, type SettlementChecks, SettlementGuard } from "./settlement-guard.js";
+import { StompLink } from "./stomp-link.js";
+import { ArtemisSubscription } from "./subscription.js";
+
+/** Options besides the config. */
+export interface ArtemisProviderOptions {
+  /** @default silentLogger */
+  readonly logger?: Logger;
+  /**
+   * The settlement guard's checks. Leave them all on: switching one off exists only so that tests
+   * can show what it prevents (an ERROR frame and a dropped connection). @default all true
+   */
+  readonly settlementChecks?: Partial<SettlementChecks>;
+  /**
+   * Called after a retry, dead-letter or redelivery copy has its RECEIPT and before the original is
+   * acknowledged: the window in which a lost connection must not lose or destroy the message.
+   * Instrumentation for tests and tracing; keep it fast.
+   */
+  readonly afterCopyConfirmed?: (info: {
+    readonly destination: string;
+    readonly what: string;
+  }) => void | Promise<void>;
+}
+
+/** The Artemis provider: the `QueueProtocol` plus tooling hooks. */
+export interface ArtemisProvider extends QueueProtocol {
+  readonly config: ArtemisConfig;
+  /** STOMP connections established so far (1 after `connect`, +1 per reconnect). */
+  connectionCount(): number;
+  /** Cuts the STOMP connection without DISCONNECT, as a network failure would (tests and tooling). */
+  dropConnection(): void;
+  /** The live subscriptions, each with `restart()` to replace its broker consumer. */
+  subscriptions(): readonly ArtemisSubscription[];
+  /** Deletes a destination's queues and dead letters on the broker (messages included). For tests and tooling. */
+  destroy(destination: string): Promise<void>;
+}
+
+/** What Artemis over STOMP can do, as the conformance suite reads it. */
+export const ARTEMIS_CAPABILITIES: ProviderCapabilities = Object.freeze({
+  priorities: true,
+  retryDelay: "exponential",
+  // The broker's scheduled-delivery timer fires to the millisecond; the hop adds a few ms.
+  delayGranularityMs: 20,
+  fifo: true,
+  messageGroups: true,
+  durable: true,
+  maxMessageBytes: 10_485_760,
+});
+
+const DEFAULT_PREFETCH = 10;
+const DEFAULT_HANDLER_TIMEOUT_MS = 1_800_000;
+
+function invalidOption(message: string): ProviderError {
+  return new ProviderError("artemis", "invalid-input", message, { code: "invalid_argument" });
+}
+
+interface CheckedOptions {
+  readonly prefetch: number;
+  readonly concurrency: number;
+  readonly fifo: boolean;
+  readonly groupBy: string | undefined;
+}
+
+function checkOptions(destination: string, options: SubscribeOptions): CheckedOptions {
+  const prefetch = options.prefetch ?? DEFAULT_PREFETCH;
+  const concurrency = options.concurrency ?? 1;
+  if (!Number.isInteger(prefetch) || prefetch < 1 || prefetch > 10_000)
+    throw invalidOption(
+      `prefetch for "${destination}" must be an integer from 1 to 10000, got ${String(prefetch)}`,
+    );
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > prefetch)
+    throw invalidOption(
+      `concurrency for "${destination}" must be an integer from 1 to prefetch (${prefetch})`,
+    );
+  const ordering = options.ordering ?? "none";
+  if (ordering !== "none" && ordering !== "fifo")
+    throw invalidOption(`ordering for "${destination}" must be "none" or "fifo", got ${String(ordering)}`);
+  const groupBy = options.groupBy;
+  if (groupBy !== undefined && (typeof groupBy !== "string" || groupBy.length === 0))
+    throw invalidOption(`groupBy for "${destination}" must name a top-level body field`);
+  if (groupBy !== undefined && ordering !== "fifo")
+    throw invalidOption(`groupBy for "${destination}" needs ordering: "fifo" (groups are FIFO lanes)`);
+  return { prefetch, concurrency, fifo: ordering === "fifo", groupBy };
+}
+
+/**
+ * Creates an ActiveMQ Artemis provider speaking STOMP 1.2 over TCP. Nothing connects until
+ * `connect()`.
+ *
+ * @example
+ * const provider = createArtemisProvider({ url: process.env.ARTEMIS_STOMP_URL });
+ * await provider.connect();
+ */
+export function createArtemisProvider(
+  input: ArtemisConfigInput = {},
+  options: ArtemisProviderOptions = {},
+): ArtemisProvider {
+  const config = parseArtemisConfig(input);
+  const logger = (options.logger ?? silentLogger).child({ provider: "artemis" });
+  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const link = new StompLink(endpointOf(config), config, logger, "factflow");
+  const management = new ManagementClient(link, config);
+  const guard = new SettlementGuard({ ...ALL_CHECKS, ...options.settlementChecks });
+  const live = new Set<ArtemisSubscription>();
+  let state: "new" | "connected" | "closed" = "new";
+  let connecting: Promise<void> | undefined;
+
+  const assertUsable = (what: string): void => {
+    if (state === "closed")
+      throw new ProviderError("artemis", "closed", `${what}: the provider is closed; create a new provider`);
+    if (state === "new")
+      throw new ProviderError("artemis", "connection", `${what}: call connect() first`, {
+        code: "provider_not_connected",
+        retryable: false,
+      });
+  };
+
+  link.onConnected((generation) => {
+    if (generation === 1) return;
+    for (const subscription of live) {
+      subscription.attach(false).catch((error: unknown) =>
+        logger.warn("artemis: resubscribe after reconnect failed; the next reconnect retries", {
+          destination: subscription.destination,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      );
+    }
+  });
+
+  const sendCopy = async (
+    destination: string,
+    routing: "ANYCAST" | "MULTICAST",
+    headers: Record<string, string>,
+    body: string,
+    delayMs: number,
+    what: string,
+  ): Promise<void> => {
+    await link.send(destination, sendHeaders({ headers, delayMs }, routing), body, what);
+  };
+
+  const admin = new ArtemisAdmin({
+    link,
+    management,
+    config,
+    assertUsable,
+    buffered: (queue) => {
+      let total = 0;
+      for (const subscription of live) if (subscription.queueName === queue) total += subscription.buffered;
+      return total;
+    },
+  });
+
+  const provider: ArtemisProvider = {
+    name: "artemis",
+    config,
+    capabilities: Object.freeze({ ...ARTEMIS_CAPABILITIES, maxMessageBytes: config.maxMessageBytes }),
+    admin,
+
+    async connect() {
+      if (state === "closed")
+        throw new ProviderError(
+          "artemis",
+          "closed",
+          "connect: the provider is closed; create a new provider",
+        );
+      if (state === "connected") return;
+      connecting ??= link.connect().then(
+        () => {
+          Object.assign(counters, emptyDurabilityCounters());
+          state = "connected";
+        },
+        (error: unknown) => {
+          connecting = undefined;
+          throw classifyArtemisError(error, `connect to ${config.url.replace(/\/\/[^@/]*@/, "//")}`);
+        },
+      );
+      await connecting;
+    },
+
+    async close() {
+      if (state === "closed") return;
+      state = "closed";
+      await Promise.allSettled([...live].map((subscription) => subscription.unsubscribe()));
+      management.abandon();
+      // Bounded: close must stay prompt even on a stalled connection.
+      await Promise.race([
+        management.dispose(),
+        new Promise((resolve) => setTimeout(resolve, 1_000).unref()),
+      ]);
+      await link.close();
+    },
+
+    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+      assertUsable(`publish to "${destination}"`);
+      const target = resolveDestination(destination);
+      const encoded = encodeMessage(destination, message, config.maxMessageBytes);
+      counters.published += 1;
+      await link.send(
+        target.address,
+        sendHeaders(encoded, target.kind === "queue" ? "ANYCAST" : "MULTICAST"),
+        encoded.body,
+        `publish to "${destination}"`,
+      );
+      counters.confirmed += 1;
+      return { id: encoded.id };
+    },
+
+    async subscribe(destination: string, handler: MessageHandler, subscribeOptions: SubscribeOptions) {
+      assertUsable(`subscribe to "${destination}"`);
+      const target = resolveDestination(destination);
+      checkSubscriptionName(destination, subscribeOptions?.subscription);
+      if (typeof handler !== "function")
+        throw invalidOption(`subscribe to "${destination}" needs a handler function`);
+      const { prefetch, concurrency, fifo, groupBy } = checkOptions(destination, subscribeOptions);
+      // FIFO without groups: one unsettled delivery and one handler at a time, from an exclusive
+      // queue (a single active consumer across every server). With groups: the same exclusive queue,
+      // and the provider runs one message per group at a time.
+      const strict = fifo && groupBy === undefined;
+      const subscription = new ArtemisSubscription(target, subscribeOptions.subscription, handler, {
+        link,
+        guard,
+        counters,
+        logger,
+        sendCopy,
+        // Artemis' consumer window counts bytes; a window of 1 byte means exactly one unsettled delivery.
+        windowBytes: prefetch === 1 || strict ? 1 : prefetch * config.prefetchBytesPerMessage,
+        ...(groupBy === undefined ? {} : { groupBy }),
+        retry: resolveRetryPolicy(subscribeOptions.retry),
+        concurrency: strict ? 1 : concurrency,
+        handlerTimeoutMs: subscribeOptions.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
+        onClosed: (closed) => live.delete(closed),
+        ...(options.afterCopyConfirmed === undefined
+          ? {}
+          : { afterCopyConfirmed: options.afterCopyConfirmed }),
+      });
+      try {
+        if (fifo) {
+          const routing = target.kind === "queue" ? "ANYCAST" : "MULTICAST";
+          await management.ensureExclusive(subscription.queueName, target.address, routing);
+        }
+        live.add(subscription);
+        await subscription.attach();
+      } catch (error) {
+        live.delete(subscription);
+        throw classifyArtemisError(error, `subscribe to "${destination}"`);
+      }
+      return subscription;
+    },
+
+    counters: () => ({ ...counters }),
+    connectionCount: () => link.generation,
+    dropConnection: () => link.forceDisconnect(),
+    subscriptions: () => [...live],
+    destroy: (destination) => admin.destroy(destination),
+  };
+  return provider;
+}

@@ -1,0 +1,190 @@
+import { sleep, waitFor } from "@factflow/infra-testkit";
+import type { Delivery, HandlerResult } from "@factflow/protocols";
+import { afterAll, describe, expect, it } from "vitest";
+import { type ArtemisProvider, createArtemisProvider, type SettlementChecks } from "../src/index.js";
+import { ARTEMIS_URL, artemisAvailability, runPrefix } from "./helpers.js";
+
+const available = await artemisAvailability();
+const required = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
+const prefix = runPrefix("settle");
+const used: string[] = [];
+const NONE: SettlementChecks = { connection: false, consumer: false, reissue: false };
+
+if (!available.ok) console.warn(`[factflow/artemis] settlement tests not run: ${available.reason}`);
+
+function provider(
+  checks: SettlementChecks,
+  extra: Parameters<typeof createArtemisProvider>[1] = {},
+): ArtemisProvider {
+  return createArtemisProvider(
+    { url: ARTEMIS_URL, heartbeatMs: 2_000, reconnectDelayMs: 100 },
+    { settlementChecks: checks, ...extra },
+  );
+}
+
+function queue(label: string): string {
+  const name = `/queue/${prefix}/${label}`;
+  used.push(name);
+  return name;
+}
+
+/** A handler that holds the first delivery until `release()` and acknowledges every later one. */
+function holdFirst() {
+  const seen: Delivery[] = [];
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const handler = async (delivery: Delivery): Promise<HandlerResult> => {
+    seen.push(delivery);
+    if (seen.length === 1) await held;
+    return "ACKNOWLEDGED";
+  };
+  return { seen, handler, release: () => release() };
+}
+
+/** Watches for a reconnect the broker forced by answering an ACK with ERROR. */
+async function reconnectedAfter(p: ArtemisProvider, before: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (p.connectionCount() > before) return true;
+    await sleep(50);
+  }
+  return false;
+}
+
+type Scenario = "connection changed" | "consumer replaced" | "delivery reissued";
+
+/** Holds a delivery, invalidates it as the scenario says, waits for the reissue, then lets the stale handler return ACKNOWLEDGED. */
+async function staleAck(scenario: Scenario, checks: SettlementChecks) {
+  const p = provider(checks);
+  await p.connect();
+  try {
+    const q = queue(`${scenario.replaceAll(" ", "-")}-${Object.values(checks).join("-")}`);
+    const h = holdFirst();
+    // Two slots: the stale handler keeps one while the reissued delivery runs in the other.
+    await p.subscribe(q, h.handler, { subscription: "guarded", prefetch: 2, concurrency: 2 });
+    const { id } = await p.publish(q, { body: { scenario } });
+    await waitFor(() => h.seen.length === 1, { timeoutMs: 10_000, description: "first delivery" });
+    if (scenario === "connection changed") {
+      p.dropConnection();
+      await waitFor(() => p.connectionCount() === 2, { timeoutMs: 10_000, description: "reconnect" });
+    } else {
+      const [subscription] = p.subscriptions();
+      await subscription?.restart();
+    }
+    await waitFor(() => h.seen.length === 2, { timeoutMs: 15_000, description: "the reissued delivery" });
+    const before = p.connectionCount();
+    h.release();
+    const forcedReconnect = await reconnectedAfter(p, before, 2_000);
+    const stats = await p.admin.stats({ destination: q });
+    return { id, seen: h.seen, counters: p.counters(), forcedReconnect, stats };
+  } finally {
+    await p.close();
+  }
+}
+
+function registerGuardTests(): void {
+  describe("settlement guard (real Artemis)", () => {
+    afterAll(async () => {
+      const p = provider(NONE);
+      await p.connect();
+      for (const name of used) await p.destroy(name).catch(() => {});
+      await p.close();
+    });
+
+    const cases: [Scenario, keyof SettlementChecks][] = [
+      ["connection changed", "connection"],
+      ["consumer replaced", "consumer"],
+      ["delivery reissued", "reissue"],
+    ];
+
+    for (const [scenario, check] of cases) {
+      it(`${scenario}: the ${check} check alone withholds the stale ACK (superseded, connection kept)`, async () => {
+        const result = await staleAck(scenario, { ...NONE, [check]: true });
+        expect(result.seen.map((d) => d.message.id)).toEqual([result.id, result.id]);
+        expect(result.counters.superseded).toBe(1);
+        expect(result.counters.lost).toBe(0);
+        expect(result.forcedReconnect, "no ERROR frame, no dropped connection").toBe(false);
+        expect(result.stats).toMatchObject({ depth: 0, inFlight: 0, dlqDepth: 0 });
+      });
+
+      it(`${scenario}: without the guard the stale ACK gets an ERROR frame and the connection is dropped`, async () => {
+        const result = await staleAck(scenario, NONE);
+        expect(result.counters.superseded).toBe(0);
+        expect(
+          result.forcedReconnect,
+          "Artemis answers the stale ACK with ERROR and closes the connection",
+        ).toBe(true);
+      });
+    }
+
+    it("a NACK-free retry survives a connection cut between the republish and the ACK: one duplicate at most, no loss", async () => {
+      let cut = false;
+      let p!: ArtemisProvider;
+      p = provider(
+        { connection: true, consumer: true, reissue: true },
+        {
+          afterCopyConfirmed: async ({ what }) => {
+            if (cut || !what.startsWith("retry")) return;
+            cut = true;
+            p.dropConnection();
+            await waitFor(() => p.connectionCount() === 2, { timeoutMs: 10_000, description: "reconnect" });
+          },
+        },
+      );
+      await p.connect();
+      try {
+        const q = queue("retry-cut");
+        const outcomes: { attempt: number; status: string }[] = [];
+        await p.subscribe(
+          q,
+          (delivery) => {
+            const status = outcomes.length === 0 ? "FAILED" : "ACKNOWLEDGED";
+            outcomes.push({ attempt: delivery.attempt, status });
+            return status;
+          },
+          { subscription: "retrying", retry: { maxAttempts: 3, initialDelayMs: 300 } },
+        );
+        await p.publish(q, { body: { job: "survive" } });
+        await waitFor(
+          async () => {
+            const s = await p.admin.stats({ destination: q });
+            return (
+              cut && s.depth === 0 && s.inFlight === 0 && outcomes.some((o) => o.status === "ACKNOWLEDGED")
+            );
+          },
+          { timeoutMs: 20_000, intervalMs: 100, description: "the message to be settled after the cut" },
+        );
+        await sleep(1_000);
+        const acks = outcomes.filter((o) => o.status === "ACKNOWLEDGED");
+        expect(cut).toBe(true);
+        expect(outcomes[0]).toEqual({ attempt: 1, status: "FAILED" });
+        expect(
+          acks.length,
+          "the original comes back and the retry copy arrives: at most one duplicate",
+        ).toBeLessThanOrEqual(2);
+        expect(acks.length).toBeGreaterThanOrEqual(1);
+        const stats = await p.admin.stats({ destination: q });
+        expect(stats).toMatchObject({ depth: 0, inFlight: 0, dlqDepth: 0 });
+        expect(p.counters().superseded, "the ACK of the original was withheld").toBe(1);
+        expect(p.counters().lost).toBe(0);
+      } finally {
+        await p.close();
+      }
+    }, 40_000);
+  });
+}
+
+function registerUnavailable(): void {
+  describe("settlement guard (real Artemis)", () => {
+    it("needs a running Artemis", (context) => {
+      const reason = available.ok ? "" : available.reason;
+      if (required) throw new Error(`Artemis is required (FACTFLOW_REQUIRE_SERVICES=1) but ${reason}`);
+      context.skip(`not run: ${reason}`);
+    });
+  });
+}
+
+if (available.ok) registerGuardTests();
+else registerUnavailable();

@@ -1,0 +1,95 @@
+import { expect } from "vitest";
+import { collectDeliveries } from "../collect-deliveries.js";
+import { defineTest, type SuiteEnv } from "../harness.js";
+import { expectDeadLetter, expectDlqDepth } from "./settlement.js";
+import { publishAll, range } from "./util.js";
+
+export function registerDeadLetters(env: SuiteEnv): void {
+  defineTest(env, "dead-letters", {
+    title:
+      "browse pages exact contents without removing; discard one, redrive one, redrive all with exact counts",
+    body: async (h) => {
+      const provider = await h.provider();
+      const queue = h.queue("dlq");
+      const source = { destination: queue };
+      const rejecter = collectDeliveries(() => ({ status: "REJECTED", reason: "conformance: bad record" }));
+      const subscription = await h.subscribe(provider, queue, rejecter.handler, { subscription: "rejecter" });
+      const bodies = range(5).map((n) => ({ n, payload: `record-${n}` }));
+      const ids = await publishAll(provider, queue, bodies);
+      await h.deadLettersUntil(provider, source, 5);
+      await subscription.unsubscribe();
+      // Oldest first means in the order they were dead-lettered, which is the order the handler saw them.
+      const order = rejecter.deliveries.map((d) => d.id);
+      const bodyOf = new Map(ids.map((id, i) => [id, bodies[i]]));
+
+      const pages = [
+        await provider.admin.browseDeadLetters(source, { offset: 0, limit: 2 }),
+        await provider.admin.browseDeadLetters(source, { offset: 2, limit: 2 }),
+        await provider.admin.browseDeadLetters(source, { offset: 4, limit: 2 }),
+        await provider.admin.browseDeadLetters(source, { offset: 5, limit: 2 }),
+      ];
+      expect(pages.map((p) => p.total)).toEqual([5, 5, 5, 5]);
+      expect(pages.map((p) => p.offset)).toEqual([0, 2, 4, 5]);
+      expect(pages.map((p) => p.items.length)).toEqual([2, 2, 1, 0]);
+      const browsed = pages.flatMap((p) => p.items);
+      expect(
+        browsed.map((l) => l.message.id),
+        "pages in dead-letter order, no overlap",
+      ).toEqual(order);
+      for (const letter of browsed) {
+        expectDeadLetter(letter, {
+          id: letter.message.id,
+          body: bodyOf.get(letter.message.id),
+          reason: "rejected",
+          attempts: 1,
+          lastError: "conformance: bad record",
+        });
+      }
+      const again = await provider.admin.browseDeadLetters(source, { offset: 0, limit: 10 });
+      expect(again.total, "browsing removes nothing").toBe(5);
+      await expectDlqDepth(h, provider, queue, 5);
+
+      const [discardId, redriveId, ...rest] = order as [string, string, ...string[]];
+      expect(await provider.admin.discardOne(source, discardId), "discardOne of a dead letter").toEqual({
+        discarded: true,
+      });
+      expect(await provider.admin.discardOne(source, discardId), "discarding twice finds nothing").toEqual({
+        discarded: false,
+      });
+      expect(
+        await provider.admin.discardOne(source, "no-such-message"),
+        "discardOne of an unknown id",
+      ).toEqual({ discarded: false });
+      expect((await provider.admin.browseDeadLetters(source, { offset: 0, limit: 10 })).total).toBe(4);
+
+      const consumer = collectDeliveries();
+      await h.subscribe(provider, queue, consumer.handler, { subscription: "consumer" });
+      expect(await provider.admin.redriveOne(source, redriveId), "redriveOne of a dead letter").toEqual({
+        redriven: true,
+      });
+      await consumer.waitForIds([redriveId], {
+        status: "ACKNOWLEDGED",
+        timeoutMs: h.timing.deliveryTimeoutMs,
+      });
+      expect(await provider.admin.redriveOne(source, redriveId), "redriving twice finds nothing").toEqual({
+        redriven: false,
+      });
+      const afterOne = await provider.admin.browseDeadLetters(source, { offset: 0, limit: 10 });
+      expect(afterOne.items.map((l) => l.message.id)).toEqual(rest);
+
+      expect(await provider.admin.redriveAll(source), "redriveAll reports exactly the 3 left").toEqual({
+        redriven: 3,
+      });
+      await consumer.waitForIds(rest, { status: "ACKNOWLEDGED", timeoutMs: h.timing.deliveryTimeoutMs });
+      await h.quiet();
+      expect(consumer.deliveries.length, "each redriven message delivered once").toBe(4);
+      for (const d of consumer.deliveries) {
+        expect(d.body).toEqual(bodyOf.get(d.id));
+        expect(d.attempt, "a redriven message starts a fresh attempt budget").toBe(1);
+      }
+      expect(consumer.count(discardId), "a discarded message is gone for good").toBe(0);
+      expect(await provider.admin.redriveAll(source), "redriveAll of an empty DLQ").toEqual({ redriven: 0 });
+      await expectDlqDepth(h, provider, queue, 0);
+    },
+  });
+}

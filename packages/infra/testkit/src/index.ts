@@ -1,0 +1,15 @@
+export type { DeliveryRecorder, RecordedDelivery, Responder } from "./collect-deliveries.js";
+export { acknowledgeAll, collectDeliveries } from "./collect-deliveries.js";
+export type { FaultProxy, FaultProxyOptions, ProxyTarget } from "./fault-proxy.js";
+export { createFaultProxy } from "./fault-proxy.js";
+export type { KnownProvider, ProviderExpectations } from "./known-providers.js";
+export { isKnownProvider, PROVIDER_EXPECTATIONS } from "./known-providers.js";
+export type { ConformanceOptions, ConformanceTiming, ConnectOverride, FaultInjection } from "./options.js";
+export { DEFAULT_TIMING } from "./options.js";
+export type { Availability } from "./probe-tcp.js";
+export { probeTcp } from "./probe-tcp.js";
+export type { GroupName } from "./report.js";
+export { GROUPS } from "./report.js";
+export { runConformanceSuite } from "./run-conformance-suite.js";
+export type { WaitForOptions } from "./wait-for.js";
+export { sleep, waitFor } from "./wait-for.js";
