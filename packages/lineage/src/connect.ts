@@ -5,6 +5,7 @@ import { FactflowError } from "@factflow/protocols";
 import { Kysely, PGliteDialect, sql } from "kysely";
 import { PostgresJSDialect } from "kysely-postgres-js";
 import postgres from "postgres";
+import { describeConnectError, withConnectionErrors } from "./connection-errors.js";
 import { redactUrl } from "./redact-url.js";
 import type { LineageDatabaseSchema } from "./schema.js";
 import { createPgliteSqlRunner, createPostgresSqlRunner, type LineageSqlRunner } from "./sql-runner.js";
@@ -69,20 +70,26 @@ export async function connectPostgres(
       { cause: error },
     );
   }
-  const db = new Kysely<LineageDatabaseSchema>({ dialect: new PostgresJSDialect({ postgres: storeSql }) });
+  // Both pools take connections with postgres.js `reserve()`; a connection that dies there used to
+  // crash the process in postgres.js 3.4.9, which patches/postgres@3.4.9.patch fixes. What remains
+  // is a rejected call, reported as a retryable FactflowError naming the redacted URL.
+  const db = new Kysely<LineageDatabaseSchema>({
+    dialect: withConnectionErrors(new PostgresJSDialect({ postgres: storeSql }), shown),
+  });
   const lineageDb = new Kysely<LineageDatabaseSchema>({
-    dialect: new PostgresJSDialect({ postgres: lineageSql }),
+    dialect: withConnectionErrors(new PostgresJSDialect({ postgres: lineageSql }), shown),
   });
   try {
     await sql`select 1`.execute(db);
   } catch (error) {
     await Promise.allSettled([storeSql.end({ timeout: 0 }), lineageSql.end({ timeout: 0 })]);
+    const raw = error instanceof FactflowError && error.cause !== undefined ? error.cause : error;
     throw new FactflowError(
       "lineage_error",
-      `[factflow/lineage] cannot connect to PostgreSQL at ${shown}: ${describeConnectError(error)}. ` +
+      `[factflow/lineage] cannot connect to PostgreSQL at ${shown}: ${describeConnectError(raw)}. ` +
         "Start the server or fix DATABASE_URL (postgres://user:password@host:5432/database); " +
         "leave DATABASE_URL unset to use the embedded PGlite database under the data directory instead.",
-      { cause: error, retryable: true },
+      { cause: raw, retryable: true },
     );
   }
   const lineageApp = options.lineageApplicationName ?? "factflow-lineage";
@@ -148,17 +155,4 @@ export async function connectPglite(dataDir: string): Promise<DatabaseHandles> {
       }
     },
   };
-}
-
-function describeConnectError(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    if (code === "ECONNREFUSED") return "connection refused (nothing listens on that host and port)";
-    if (code === "ENOTFOUND") return "host not found";
-    if (code === "28P01" || code === "28000") return "authentication failed";
-    if (code === "3D000") return "the database does not exist";
-    if (code === "CONNECT_TIMEOUT") return "timed out while connecting";
-    return typeof code === "string" ? `${code} ${error.message}` : error.message;
-  }
-  return String(error);
 }
