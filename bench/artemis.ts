@@ -7,7 +7,10 @@
  * with a receipt; `client-individual` ACK of a delivery only after the next hop's RECEIPT) and the
  * same consumer window:
  * - `raw-stompjs`: hand-written @stomp/stompjs code, the baseline;
- * - `provider`: the same relay through `@factflow/infra-artemis` handlers.
+ * - `provider`: the same relay through `@factflow/infra-artemis` handlers (engine and lineage off);
+ * - `engine+lineage`: the same relay as a Factflow pipeline run by `@factflow/engine` over the
+ *   provider, lineage on PostgreSQL with `strictLineage` (see `bench/_engine-relay.ts` for how it is
+ *   seeded and timed).
  *
  * Prints one JSON line per mode: msgs/s, p50/p99 hop latency, ratio to the baseline.
  */
@@ -16,6 +19,7 @@ import { createArtemisProvider } from "@factflow/infra-artemis";
 import type { HandlerResult } from "@factflow/protocols";
 import { Client, type IMessage } from "@stomp/stompjs";
 import { TCPWrapper } from "@stomp/tcp-wrapper";
+import { createEngineRelayMode, type RelayMeasurement, type SelfTimedMode } from "./_engine-relay.js";
 
 const URL_DEFAULT = process.env.ARTEMIS_STOMP_URL ?? "stomp://127.0.0.1:61613";
 const SENT_HEADER = "x-bench-sent";
@@ -167,6 +171,11 @@ const providerMode: RelayMode = {
 
 const RELAY_MODES: RelayMode[] = [rawStompMode, providerMode];
 
+type BenchMode = RelayMode | SelfTimedMode;
+
+/** Each mode's aim, as a fraction of the baseline's msgs/s (issue 7 asks 0.8 of the provider). */
+const AIMS: Record<string, number> = { provider: 0.8, "engine+lineage": 0.6 };
+
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
@@ -177,14 +186,38 @@ function median(values: readonly number[]): number {
   return sorted[Math.floor(sorted.length / 2)] as number;
 }
 
-async function destroyQueues(url: string, queues: readonly string[]): Promise<void> {
+/** Destroys `/queue/...` destinations (and their dead letters) on a fresh connection. */
+async function destroyDestinations(url: string, destinations: readonly string[]): Promise<void> {
   const admin = createArtemisProvider({ url });
   await admin.connect();
-  for (const q of queues) await admin.destroy(`/queue/${q}`).catch(() => {});
+  for (const destination of destinations) await admin.destroy(destination).catch(() => {});
   await admin.close();
 }
 
-async function measure(mode: RelayMode, url: string, n: number) {
+function destroyQueues(url: string, queues: readonly string[]): Promise<void> {
+  return destroyDestinations(
+    url,
+    queues.map((q) => `/queue/${q}`),
+  );
+}
+
+/**
+ * The relay as a Factflow pipeline through the engine over the provider, lineage on PostgreSQL.
+ * `strictLineage: false` is a diagnosis only (sound here because one process publishes and
+ * consumes): it shows what the durable commit before each hop costs.
+ */
+function engineMode(url: string, strictLineage = true): SelfTimedMode {
+  return createEngineRelayMode(
+    {
+      create: () => createArtemisProvider({ url }),
+      cleanup: (_provider, destinations) => destroyDestinations(url, destinations),
+    },
+    { prefetch: PREFETCH, strictLineage, ...(strictLineage ? {} : { name: "engine+lineage-relaxed" }) },
+  );
+}
+
+async function measure(mode: BenchMode, url: string, n: number): Promise<RelayMeasurement> {
+  if ("measure" in mode) return mode.measure(n);
   const tag = randomUUID().slice(0, 8);
   const queues = ["q1", "q2", "q3", "sink"].map((q) => `bench-${tag}-${mode.name}-${q}`);
   const hops: number[] = [];
@@ -219,32 +252,52 @@ async function measure(mode: RelayMode, url: string, n: number) {
   return { msgsPerSec: n / seconds, p50: percentile(hops, 50), p99: percentile(hops, 99) };
 }
 
+/** Median of each mode-specific figure over the rounds. */
+function medianExtras(list: readonly RelayMeasurement[]): Record<string, number> {
+  const keys = new Set(list.flatMap((r) => Object.keys(r.extra ?? {})));
+  const out: Record<string, number> = {};
+  for (const key of keys) {
+    const value = median(list.map((r) => r.extra?.[key] ?? Number.NaN));
+    out[key] = Number(value.toFixed(value >= 100 ? 0 : 2));
+  }
+  return out;
+}
+
 /**
  * `run([N, rounds])`: N messages per relay (default 2000); every mode runs `rounds` times (default
- * 3), interleaved, and the median round of each mode is reported.
+ * 5), interleaved, and the median round of each mode is reported.
  */
 export async function run(args: string[]): Promise<void> {
   const n = Number(args[0] ?? 2000);
-  const rounds = Number(args[1] ?? 3);
+  const rounds = Number(args[1] ?? 5);
   if (!Number.isInteger(n) || n < 1)
     throw new Error(`[factflow/bench] artemis: N must be a positive integer, got "${args[0]}"`);
   if (!Number.isInteger(rounds) || rounds < 1)
     throw new Error(`[factflow/bench] artemis: rounds must be a positive integer, got "${args[1]}"`);
   const url = URL_DEFAULT;
-  for (const mode of RELAY_MODES) await measure(mode, url, Math.min(200, n));
-  const results = new Map<string, Awaited<ReturnType<typeof measure>>[]>();
-  for (let round = 0; round < rounds; round++) {
-    for (const mode of RELAY_MODES) {
-      const list = results.get(mode.name) ?? [];
-      list.push(await measure(mode, url, n));
-      results.set(mode.name, list);
+  // FACTFLOW_BENCH_RELAXED_LINEAGE=1 adds the engine with strictLineage off, for diagnosis.
+  const engines = [engineMode(url)];
+  if (process.env.FACTFLOW_BENCH_RELAXED_LINEAGE === "1") engines.push(engineMode(url, false));
+  const modes: BenchMode[] = [...RELAY_MODES, ...engines];
+  const results = new Map<string, RelayMeasurement[]>();
+  try {
+    for (const mode of modes) await measure(mode, url, Math.min(200, n));
+    for (let round = 0; round < rounds; round++) {
+      for (const mode of modes) {
+        const list = results.get(mode.name) ?? [];
+        list.push(await measure(mode, url, n));
+        results.set(mode.name, list);
+      }
     }
+  } finally {
+    for (const engine of engines) await engine.dispose();
   }
-  const baselineName = (RELAY_MODES[0] as RelayMode).name;
+  const baselineName = (modes[0] as BenchMode).name;
   const baseline = median((results.get(baselineName) ?? []).map((r) => r.msgsPerSec));
-  for (const mode of RELAY_MODES) {
+  for (const mode of modes) {
     const list = results.get(mode.name) ?? [];
     const rate = median(list.map((r) => r.msgsPerSec));
+    const aim = AIMS[mode.name];
     console.log(
       JSON.stringify({
         bench: "artemis",
@@ -256,8 +309,10 @@ export async function run(args: string[]): Promise<void> {
         hopP50Ms: Number(median(list.map((r) => r.p50)).toFixed(2)),
         hopP99Ms: Number(median(list.map((r) => r.p99)).toFixed(2)),
         ratioVsRaw: Number((rate / baseline).toFixed(3)),
+        ...(aim === undefined ? {} : { aimVsRaw: aim }),
         baseline: baselineName,
         roundsMsgsPerSec: list.map((r) => Math.round(r.msgsPerSec)),
+        ...medianExtras(list),
       }),
     );
   }

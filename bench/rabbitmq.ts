@@ -4,15 +4,19 @@
  * Modes, all in one run against the same broker, with the same durability (durable queues,
  * persistent messages, publisher confirms, manual acks after the next hop is confirmed):
  * - `raw-amqplib`: hand-written amqplib consume → publish → ack code, the baseline;
- * - `provider`: the same relay through `@factflow/infra-rabbitmq` handlers;
- * - further modes (e.g. the engine with lineage on) plug in through {@link RELAY_MODES}.
+ * - `provider`: the same relay through `@factflow/infra-rabbitmq` handlers (engine and lineage off);
+ * - `engine+lineage`: the same relay as a Factflow pipeline run by `@factflow/engine` over the
+ *   provider, lineage on PostgreSQL with `strictLineage` (see `bench/_engine-relay.ts` for how it is
+ *   seeded and timed);
+ * - further modes plug in through {@link RELAY_MODES}.
  *
  * Prints one JSON line per mode at the end: msgs/s, p50/p99 hop latency, ratio to the baseline.
  */
 import { randomUUID } from "node:crypto";
-import { createRabbitMqProvider } from "@factflow/infra-rabbitmq";
+import { createRabbitMqProvider, type RabbitMqProvider } from "@factflow/infra-rabbitmq";
 import type { HandlerResult } from "@factflow/protocols";
 import amqp, { type ConfirmChannel, type ConsumeMessage } from "amqplib";
+import { createEngineRelayMode, type RelayMeasurement, type SelfTimedMode } from "./_engine-relay.js";
 
 const URL_DEFAULT = process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672";
 const SENT_HEADER = "x-bench-sent";
@@ -129,25 +133,50 @@ export const providerMode: RelayMode = {
           .then(() => {}),
       async close() {
         await provider.close();
-        const names = provider.declaredNames();
-        const connection = await amqp.connect(url);
-        const channel = await connection.createChannel();
-        for (const q of names.queues) await channel.deleteQueue(q).catch(() => {});
-        await connection.close();
+        await deleteDeclaredQueues(url, provider);
       },
     };
   },
 };
 
+/** Deletes the queues a (closed) provider declared, on a fresh connection. */
+async function deleteDeclaredQueues(url: string, provider: RabbitMqProvider): Promise<void> {
+  const connection = await amqp.connect(url);
+  const channel = await connection.createChannel();
+  for (const q of provider.declaredNames().queues) await channel.deleteQueue(q).catch(() => {});
+  await connection.close();
+}
+
+/**
+ * The relay as a Factflow pipeline through the engine over the provider, lineage on PostgreSQL.
+ * `strictLineage: false` is a diagnosis only (sound here because one process publishes and
+ * consumes): it shows what the durable commit before each hop costs.
+ */
+function engineMode(url: string, strictLineage = true): SelfTimedMode {
+  return createEngineRelayMode(
+    {
+      create: () => createRabbitMqProvider({ url }),
+      cleanup: (provider) => deleteDeclaredQueues(url, provider),
+    },
+    { prefetch: PREFETCH, strictLineage, ...(strictLineage ? {} : { name: "engine+lineage-relaxed" }) },
+  );
+}
+
+/** Each mode's aim, as a fraction of the baseline's msgs/s (issue 6). */
+const AIMS: Record<string, number> = { provider: 0.8, "engine+lineage": 0.6 };
+
 /** Modes in run order; the first is the baseline every ratio is computed against. */
 export const RELAY_MODES: RelayMode[] = [rawAmqplibMode, providerMode];
+
+type BenchMode = RelayMode | SelfTimedMode;
 
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-async function measure(mode: RelayMode, url: string, n: number) {
+async function measure(mode: BenchMode, url: string, n: number): Promise<RelayMeasurement> {
+  if ("measure" in mode) return mode.measure(n);
   const tag = randomUUID().slice(0, 8);
   const queues = ["q1", "q2", "q3", "sink"].map((q) => `bench-${tag}-${mode.name}-${q}`);
   const hops: number[] = [];
@@ -186,34 +215,55 @@ function median(values: readonly number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
+/** Median of each mode-specific figure over the rounds. */
+function medianExtras(list: readonly RelayMeasurement[]): Record<string, number> {
+  const keys = new Set(list.flatMap((r) => Object.keys(r.extra ?? {})));
+  const out: Record<string, number> = {};
+  for (const key of keys) {
+    const value = median(list.map((r) => r.extra?.[key] ?? Number.NaN));
+    out[key] = Number(value.toFixed(value >= 100 ? 0 : 2));
+  }
+  return out;
+}
+
 /**
  * `run([N, rounds])`: N messages per relay (default 2000); every mode runs `rounds` times
- * (default 3), interleaved, so a noisy neighbour or a broker fsync stall hits every mode alike; the
+ * (default 5), interleaved, so a noisy neighbour or a broker fsync stall hits every mode alike; the
  * median round of each mode is reported.
  */
 export async function run(args: string[]): Promise<void> {
   const n = Number(args[0] ?? 2000);
-  const rounds = Number(args[1] ?? 3);
+  const rounds = Number(args[1] ?? 5);
   if (!Number.isInteger(n) || n < 1)
     throw new Error(`[factflow/bench] rabbitmq: N must be a positive integer, got "${args[0]}"`);
   if (!Number.isInteger(rounds) || rounds < 1)
     throw new Error(`[factflow/bench] rabbitmq: rounds must be a positive integer, got "${args[1]}"`);
   const url = URL_DEFAULT;
-  // A short warm-up so JIT and broker queue creation do not count against the first mode.
-  for (const mode of RELAY_MODES) await measure(mode, url, Math.min(200, n));
-  const results = new Map<string, Awaited<ReturnType<typeof measure>>[]>();
-  for (let round = 0; round < rounds; round++) {
-    for (const mode of RELAY_MODES) {
-      const list = results.get(mode.name) ?? [];
-      list.push(await measure(mode, url, n));
-      results.set(mode.name, list);
+  // FACTFLOW_BENCH_RELAXED_LINEAGE=1 adds the engine with strictLineage off, for diagnosis.
+  const engines = [engineMode(url)];
+  if (process.env.FACTFLOW_BENCH_RELAXED_LINEAGE === "1") engines.push(engineMode(url, false));
+  const modes: BenchMode[] = [...RELAY_MODES, ...engines];
+  const results = new Map<string, RelayMeasurement[]>();
+  try {
+    // A short warm-up so JIT, broker queue creation and the lineage database's creation do not
+    // count against the first round.
+    for (const mode of modes) await measure(mode, url, Math.min(200, n));
+    for (let round = 0; round < rounds; round++) {
+      for (const mode of modes) {
+        const list = results.get(mode.name) ?? [];
+        list.push(await measure(mode, url, n));
+        results.set(mode.name, list);
+      }
     }
+  } finally {
+    for (const engine of engines) await engine.dispose();
   }
-  const baselineName = RELAY_MODES[0]!.name;
+  const baselineName = modes[0]!.name;
   const baseline = median(results.get(baselineName)!.map((r) => r.msgsPerSec));
-  for (const mode of RELAY_MODES) {
+  for (const mode of modes) {
     const list = results.get(mode.name)!;
     const rate = median(list.map((r) => r.msgsPerSec));
+    const aim = AIMS[mode.name];
     console.log(
       JSON.stringify({
         bench: "rabbitmq",
@@ -225,8 +275,10 @@ export async function run(args: string[]): Promise<void> {
         hopP50Ms: Number(median(list.map((r) => r.p50)).toFixed(2)),
         hopP99Ms: Number(median(list.map((r) => r.p99)).toFixed(2)),
         ratioVsRaw: Number((rate / baseline).toFixed(3)),
+        ...(aim === undefined ? {} : { aimVsRaw: aim }),
         baseline: baselineName,
         roundsMsgsPerSec: list.map((r) => Math.round(r.msgsPerSec)),
+        ...medianExtras(list),
       }),
     );
   }

@@ -1,0 +1,318 @@
+/**
+ * The broker benches' `engine` mode (shared by `bench/rabbitmq.ts` and `bench/artemis.ts`): the same
+ * relay as their raw and provider modes, expressed as a Factflow pipeline and run through
+ * `@factflow/engine` over the provider, with lineage on the real PostgreSQL.
+ *
+ * Pipeline (one execution per measurement):
+ *
+ *     seed (split) ─▶ hop1 (passthrough) ─▶ hop2 (passthrough) ─▶ hop3 (passthrough) ─▶ sink (passthrough, ends the chain)
+ *
+ * `hop1..hop3` and `sink` mirror the raw relay's `q1 → q2 → q3 → sink` exactly (three relaying
+ * consumers, one final consumer). The `seed` route stands in for the raw modes' injector: the init
+ * message `{ items: [{ index: 0 }, …] }` is fanned out by `split` into N messages on `hop1.in`, at
+ * most 64 publishes in flight (the raw injector keeps 100). Feeding N messages from outside the
+ * engine was not an option: only messages the engine registered in lineage count towards its
+ * completion gate.
+ *
+ * Timing: `msgsPerSec` is N / (first publish to `hop1.in` → the execution's `completed` event), the
+ * window that matches the raw modes' first inject → last arrival, plus the engine's completion gate.
+ * `endToEndMsgsPerSec` also counts what comes before the first publish (`service.create`: execution
+ * row, subscribing the five routes, the seed's lineage rows). Hop latency is measured exactly as in
+ * the other modes: a thin wrapper around the provider stamps `x-bench-sent` on every publish and
+ * reads it when a delivery reaches `hop1..3` or `sink`.
+ *
+ * Lineage: one PostgreSQL database per bench run (`factflow_bench_<random>`, created through the
+ * `postgres` maintenance database of `DATABASE_URL` and dropped by {@link EngineRelayMode.dispose}),
+ * and `strictLineage: true` (the default): on a shared broker another process may consume, so each
+ * hop's outbound row is committed before the publish.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { adapters } from "@factflow/adapters";
+import { createEngine, type ExecutionEvent, loadPipelineConfig } from "@factflow/engine";
+import { type LineageDatabase, openLineageDatabase } from "@factflow/lineage";
+import type { LineageProtocol, MessageHandler, QueueProtocol } from "@factflow/protocols";
+import { createFileStorage } from "@factflow/storage";
+import postgres from "postgres";
+
+const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const SENT_HEADER = "x-bench-sent";
+/** The queues whose deliveries count as hops, as in the raw relay (q1, q2, q3, sink). */
+const HOP_QUEUES = ["hop1.in", "hop2.in", "hop3.in", "sink.in"] as const;
+
+/** One measurement of one mode, as every relay mode reports it. */
+export interface RelayMeasurement {
+  readonly msgsPerSec: number;
+  readonly p50: number;
+  readonly p99: number;
+  /** Mode-specific figures, reported as medians over the rounds. */
+  readonly extra?: Record<string, number>;
+}
+
+/** A mode that runs a whole measurement itself (the engine seeds its own messages). */
+export interface SelfTimedMode {
+  readonly name: string;
+  measure(n: number): Promise<RelayMeasurement>;
+  /** Releases what the mode kept across rounds (the lineage database). Idempotent. */
+  dispose(): Promise<void>;
+}
+
+/** How the engine mode builds and cleans up its provider. */
+export interface EngineRelayTarget<P extends QueueProtocol> {
+  /** A fresh, unconnected provider. */
+  create(): P;
+  /** Deletes what the execution left on the broker; `destinations` are the execution-scoped queues. */
+  cleanup(provider: P, destinations: readonly string[]): Promise<void>;
+}
+
+export interface EngineRelayOptions {
+  /** Deliveries each hop holds and handles at once (the other modes' prefetch and concurrency). */
+  readonly prefetch: number;
+  /** @default "engine+lineage" */
+  readonly name?: string;
+  /**
+   * The engine's `strictLineage`. Only for diagnosis may it be false here (one process publishes
+   * and consumes, so it stays sound): it shows what the durable commit before each hop costs.
+   * @default true
+   */
+  readonly strictLineage?: boolean;
+}
+
+function relayConfig(prefetch: number): string {
+  const inbound = (queue: string) => `{ queue: ${queue}, concurrency: ${prefetch}, prefetch: ${prefetch} }`;
+  // max_handlers caps all routes of an execution together: give each hop the same room as the raw relay.
+  return `
+name: bench-relay
+init: { route: seed }
+settings: { max_handlers: ${prefetch * 5} }
+routes:
+  seed:
+    inbound: { queue: seed.in }
+    adapters: [{ type: split, config: { field: items } }]
+    outbound: [hop1.in]
+  hop1:
+    inbound: ${inbound("hop1.in")}
+    adapters: [{ type: passthrough }]
+    outbound: [hop2.in]
+  hop2:
+    inbound: ${inbound("hop2.in")}
+    adapters: [{ type: passthrough }]
+    outbound: [hop3.in]
+  hop3:
+    inbound: ${inbound("hop3.in")}
+    adapters: [{ type: passthrough }]
+    outbound: [sink.in]
+  sink:
+    inbound: ${inbound("sink.in")}
+    adapters: [{ type: passthrough }]
+`;
+}
+
+interface Probe {
+  firstHopPublish: number | undefined;
+  /** When the last publish to `hop1.in` (the seeding) was confirmed. */
+  lastSeedConfirmed: number;
+  readonly hops: number[];
+  readonly destinations: Set<string>;
+}
+
+/** Observes the provider the way the raw modes measure themselves; settlement is untouched. */
+function probed(provider: QueueProtocol, probe: Probe): QueueProtocol {
+  const isHop = (destination: string) => HOP_QUEUES.some((q) => destination.endsWith(`/${q}`));
+  return {
+    get name() {
+      return provider.name;
+    },
+    get capabilities() {
+      return provider.capabilities;
+    },
+    get admin() {
+      return provider.admin;
+    },
+    connect: () => provider.connect(),
+    close: () => provider.close(),
+    counters: () => provider.counters(),
+    publish(destination, message) {
+      const seeding = destination.endsWith("/hop1.in");
+      if (seeding && probe.firstHopPublish === undefined) probe.firstHopPublish = performance.now();
+      const published = provider.publish(destination, {
+        ...message,
+        headers: { ...message.headers, [SENT_HEADER]: String(Date.now()) },
+      });
+      if (!seeding) return published;
+      return published.then((receipt) => {
+        probe.lastSeedConfirmed = performance.now();
+        return receipt;
+      });
+    },
+    subscribe(destination, handler, options) {
+      probe.destinations.add(destination);
+      if (!isHop(destination)) return provider.subscribe(destination, handler, options);
+      const timed: MessageHandler = (delivery, signal) => {
+        probe.hops.push(Date.now() - Number(delivery.message.headers[SENT_HEADER]));
+        return handler(delivery, signal);
+      };
+      return provider.subscribe(destination, timed, options);
+    },
+  };
+}
+
+/**
+ * Times `registerPending` — with `strictLineage` each hop awaits one before its publish — and
+ * `flush`; everything else passes straight through to the store.
+ */
+function timedLineage(lineage: LineageProtocol, waits: { commit: number[] }): LineageProtocol {
+  return new Proxy(lineage, {
+    get(target, property) {
+      if (property === "registerPending" || property === "flush") {
+        return async (...args: unknown[]) => {
+          const started = performance.now();
+          try {
+            await (target[property] as (...a: unknown[]) => Promise<void>).apply(target, args);
+          } finally {
+            waits.commit.push(performance.now() - started);
+          }
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      // Bound to the store itself: its methods use private fields.
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+/** `DATABASE_URL` with another database name. */
+function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+/** Creates the run's lineage database and opens it; `drop` closes and removes it. */
+async function createBenchDatabase(): Promise<{ db: LineageDatabase; drop(): Promise<void> }> {
+  const name = `factflow_bench_${randomBytes(4).toString("hex")}`;
+  const admin = postgres(withDatabase(DATABASE_URL, "postgres"), { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`CREATE DATABASE "${name}"`);
+  } catch (error) {
+    await admin.end();
+    throw new Error(
+      `[factflow/bench] cannot create the lineage database "${name}" through DATABASE_URL's "postgres" database: ${(error as Error).message}. Start PostgreSQL or set DATABASE_URL to a user that may CREATE DATABASE.`,
+    );
+  }
+  const drop = async () => {
+    await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => {});
+    await admin.end();
+  };
+  try {
+    const db = await openLineageDatabase({ databaseUrl: withDatabase(DATABASE_URL, name) });
+    return {
+      db,
+      async drop() {
+        await db.close().catch(() => {});
+        await drop();
+      },
+    };
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+}
+
+/**
+ * The engine mode over `target`'s provider. The lineage database is created on the first
+ * measurement and kept for the run (each measurement is a new execution); `dispose` drops it.
+ */
+export function createEngineRelayMode<P extends QueueProtocol>(
+  target: EngineRelayTarget<P>,
+  options: EngineRelayOptions,
+): SelfTimedMode {
+  let database: Promise<Awaited<ReturnType<typeof createBenchDatabase>>> | undefined;
+  return {
+    name: options.name ?? "engine+lineage",
+    async dispose() {
+      const opened = database;
+      database = undefined;
+      if (opened !== undefined) await (await opened).drop();
+    },
+    async measure(n) {
+      database ??= createBenchDatabase();
+      const { db } = await database;
+      const storageRoot = await mkdtemp(join(tmpdir(), "factflow-bench-relay-"));
+      const provider = target.create();
+      const probe: Probe = {
+        firstHopPublish: undefined,
+        lastSeedConfirmed: 0,
+        hops: [],
+        destinations: new Set(),
+      };
+      const waits = { commit: [] as number[] };
+      await provider.connect();
+      const engine = createEngine({
+        queue: probed(provider, probe),
+        lineage: timedLineage(db.lineage, waits),
+        executions: db.executions,
+        storage: createFileStorage({ root: storageRoot }),
+        adapters,
+        strictLineage: options.strictLineage ?? true,
+      });
+      try {
+        const config = await loadPipelineConfig(relayConfig(options.prefetch), { registry: engine.registry });
+        const before = db.lineage.counters();
+        const started = performance.now();
+        const record = await engine.service.create({
+          config,
+          input: { items: Array.from({ length: n }, (_, index) => ({ index })) },
+        });
+        let last: ExecutionEvent | undefined;
+        for await (const event of engine.service.events(record.id)) last = event;
+        const ended = performance.now();
+        if (last?.type !== "completed") {
+          throw new Error(
+            `[factflow/bench] the engine relay ended "${last?.type}" instead of completed: ${JSON.stringify(last?.data)}`,
+          );
+        }
+        const relayStart = probe.firstHopPublish ?? started;
+        probe.hops.sort((a, b) => a - b);
+        const commits = [...waits.commit].sort((a, b) => a - b);
+        const after = db.lineage.counters();
+        return {
+          msgsPerSec: n / ((ended - relayStart) / 1000),
+          p50: percentile(probe.hops, 50),
+          p99: percentile(probe.hops, 99),
+          extra: {
+            endToEndMsgsPerSec: n / ((ended - started) / 1000),
+            setupMs: relayStart - started,
+            // How long the seed route took to publish all N (the raw modes' injection).
+            seedMs: probe.lastSeedConfirmed - relayStart,
+            relayMs: ended - relayStart,
+            // Durable lineage commits awaited (one per hop with strict lineage) and their wait.
+            lineageCommits: commits.length,
+            lineageCommitP50Ms: percentile(commits, 50),
+            lineageCommitP99Ms: percentile(commits, 99),
+            completionDelayMs: Number(last.data.completionDelayMs ?? Number.NaN),
+            gateDelayMs: Number(last.data.gateDelayMs ?? Number.NaN),
+            // More hop deliveries than 4 × N means redeliveries (retries) happened.
+            hopDeliveries: probe.hops.length,
+            // Rows and updates committed during the measurement (about 5 per hop delivery).
+            lineageWrites: after.written - before.written,
+            lineageLost: after.lost - before.lost,
+          },
+        };
+      } finally {
+        await engine.shutdown({ cancel: true });
+        await provider.close().catch(() => {});
+        await target.cleanup(provider, [...probe.destinations]).catch(() => {});
+        await rm(storageRoot, { recursive: true, force: true });
+      }
+    },
+  };
+}
