@@ -33,6 +33,12 @@ export interface EngineOptions {
   readonly strictLineage?: boolean;
   /** Queued lineage writes above which a handler waits for a flush before publishing. @default 1000 */
   readonly maxLineageBacklog?: number;
+  /**
+   * How long a delivery is in flight before its message row is marked `processing` (one sweep per
+   * route). Quicker deliveries go straight from `pending` to their final status, saving a lineage
+   * update each. @default 100
+   */
+  readonly processingMarkMs?: number;
 }
 
 export interface Engine {
@@ -61,6 +67,7 @@ export function createEngine(options: EngineOptions): Engine {
     ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
     ...(options.strictLineage === undefined ? {} : { strictLineage: options.strictLineage }),
     ...(options.maxLineageBacklog === undefined ? {} : { maxLineageBacklog: options.maxLineageBacklog }),
+    ...(options.processingMarkMs === undefined ? {} : { processingMarkMs: options.processingMarkMs }),
   });
   const service = new ExecutionService({
     manager,

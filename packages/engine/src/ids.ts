@@ -1,3 +1,4 @@
+import * as crypto from "node:crypto";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import type { JsonValue } from "@factflow/protocols";
 
@@ -30,7 +31,14 @@ export function canonicalJson(value: JsonValue): string {
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k] as JsonValue)}`).join(",")}}`;
 }
 
+type OneShotHash = (algorithm: string, data: string, encoding: "hex") => string;
+const oneShotHash = (crypto as { hash?: OneShotHash }).hash;
+
 /** sha256 hex of the canonical JSON of `value` (the lineage `inputHash`). */
 export function hashJson(value: JsonValue): string {
-  return createHash("sha256").update(canonicalJson(value)).digest("hex");
+  const text = canonicalJson(value);
+  // The one-shot `crypto.hash` (Node ≥ 20.12) is about 3× cheaper than a Hash object per row.
+  return oneShotHash === undefined
+    ? createHash("sha256").update(text).digest("hex")
+    : oneShotHash("sha256", text, "hex");
 }

@@ -49,6 +49,11 @@ export interface OrchestratorServices {
   readonly strictLineage?: boolean;
   /** Queued lineage writes above which a handler waits for a flush before publishing. @default 1000 */
   readonly maxLineageBacklog?: number;
+  /**
+   * A delivery's message row is marked `processing` once it has been in flight this long (checked by
+   * one sweep per route); quicker deliveries go straight to their final status. @default 100
+   */
+  readonly processingMarkMs?: number;
 }
 
 export interface PipelineOrchestratorOptions extends OrchestratorServices {
@@ -148,6 +153,9 @@ export class PipelineOrchestrator {
             retry: toRetryPolicy(route.retry ?? config.settings.retry),
             maxFanoutPending: config.settings.max_fanout_pending,
             handlerTimeoutMs: config.settings.handler_timeout_ms,
+            ...(this.#options.processingMarkMs === undefined
+              ? {}
+              : { processingMarkMs: this.#options.processingMarkMs }),
           }),
         );
       }

@@ -41,6 +41,11 @@ export interface RouteProcessorOptions {
   readonly retry: RetryPolicy;
   readonly maxFanoutPending: number;
   readonly handlerTimeoutMs: number;
+  /**
+   * How long a delivery may be in flight before its message row is marked `processing`. Deliveries
+   * that settle sooner go straight from `pending` to their final status. @default 100
+   */
+  readonly processingMarkMs?: number;
 }
 
 /**
@@ -65,6 +70,16 @@ export class RouteProcessor {
   readonly #routeSlots: Semaphore;
   readonly #watermark: Watermark;
   #subscription: Subscription | undefined;
+  /**
+   * Deliveries in flight whose row is not yet marked `processing`: message id → attempt. A sweep
+   * every `processingMarkMs` marks them. Most deliveries settle before the sweep, and writing
+   * `processing` for them would cost one lineage update each (the row was usually committed before
+   * the delivery, so the writer cannot fold it into the final one).
+   */
+  readonly #unmarked = new Map<string, number>();
+  #markTimer: NodeJS.Timeout | undefined;
+  /** The abort controllers of the deliveries in flight (see #handle). */
+  readonly #controllers = new Set<AbortController>();
 
   constructor(runtime: ExecutionRuntime, options: RouteProcessorOptions) {
     this.name = options.name;
@@ -88,6 +103,16 @@ export class RouteProcessor {
   }
 
   async start(): Promise<void> {
+    const executionSignal = this.#runtime.signal;
+    executionSignal.addEventListener(
+      "abort",
+      () => {
+        for (const controller of this.#controllers) controller.abort(executionSignal.reason);
+      },
+      { once: true },
+    );
+    this.#markTimer = setInterval(() => this.#markProcessing(), this.#options.processingMarkMs ?? 100);
+    this.#markTimer.unref();
     const inbound = this.#options.route.inbound;
     // A batch can only fill if the broker hands out that many deliveries at once.
     let capacity = 0;
@@ -118,6 +143,7 @@ export class RouteProcessor {
 
   /** Stops consuming; in-flight and held handlers are aborted and their messages redelivered later. */
   async stop(): Promise<void> {
+    clearInterval(this.#markTimer);
     for (const batch of this.batches.values()) clearInterval(batch.timer);
     const subscription = this.#subscription;
     this.#subscription = undefined;
@@ -178,17 +204,27 @@ export class RouteProcessor {
     }
   }
 
+  /** Marks the rows of deliveries still in flight since the last sweep `processing`. */
+  #markProcessing(): void {
+    if (this.#unmarked.size === 0) return;
+    for (const [id, attempt] of this.#unmarked)
+      this.#runtime.lineage.update(id, { status: "processing", attempt });
+    this.#unmarked.clear();
+  }
+
   async #handle(delivery: Delivery, providerSignal: AbortSignal): Promise<HandlerResult> {
     const runtime = this.#runtime;
     // Either the provider (timeout, unsubscribe) or the execution (cancel, fail) may cancel the
-    // handler. Listeners are removed in `finally`: the execution's signal outlives many deliveries.
+    // handler. The provider's listener is removed in `finally`; the execution's signal outlives many
+    // deliveries, so it has one listener per route that aborts every controller in flight.
     const controller = new AbortController();
     const signal = controller.signal;
-    const cancel = (event: Event) => controller.abort((event.target as AbortSignal).reason);
+    const cancel = () => controller.abort(providerSignal.reason);
     if (providerSignal.aborted || runtime.signal.aborted)
       controller.abort(providerSignal.reason ?? runtime.signal.reason);
     providerSignal.addEventListener("abort", cancel, { once: true });
-    runtime.signal.addEventListener("abort", cancel, { once: true });
+    // The execution's signal reaches this controller through #controllers (one listener per route).
+    this.#controllers.add(controller);
     const envelope = delivery.message;
     let slots = 0;
     const release = () => {
@@ -214,7 +250,8 @@ export class RouteProcessor {
       await this.#routeSlots.acquire(signal);
       slots = 2;
       await this.#watermark.whenBelow(signal);
-      runtime.lineage.update(envelope.id, { status: "processing", attempt: delivery.attempt });
+      // Marked `processing` by the next sweep if still in flight then (see #unmarked).
+      this.#unmarked.set(envelope.id, delivery.attempt);
       let outcome: ChainOutcome = await runChain(runtime, run, envelope.body, 0, undefined);
       while (outcome.kind === "held") {
         // Parked in a batch: give the slots back so other work proceeds while the batch fills.
@@ -248,6 +285,7 @@ export class RouteProcessor {
       return await this.#complete(delivery, run, outcome);
     } catch (error) {
       if (signal.aborted || error instanceof DeliveryAbandoned) {
+        this.#unmarked.delete(envelope.id);
         // Back to pending: the broker redelivers it (to this process or another one).
         runtime.lineage.update(envelope.id, { status: "pending", attempt: delivery.attempt });
         this.counters.abandoned++;
@@ -263,8 +301,9 @@ export class RouteProcessor {
       });
       return this.#settle(delivery, MessageStatus.FAILED, info);
     } finally {
+      this.#unmarked.delete(envelope.id);
       providerSignal.removeEventListener("abort", cancel);
-      runtime.signal.removeEventListener("abort", cancel);
+      this.#controllers.delete(controller);
       release();
       this.counters.inFlight--;
       runtime.onMaybeIdle();
@@ -306,13 +345,17 @@ export class RouteProcessor {
   #settle(delivery: Delivery, status: MessageStatus, error?: LineageErrorInfo): HandlerResult {
     const lineage = this.#runtime.lineage;
     const id = delivery.message.id;
+    // The final update must follow any `processing` mark, never precede it.
+    this.#unmarked.delete(id);
     const finishedAt = new Date().toISOString();
+    // Every final status carries the attempt: the row may never have been marked `processing`.
+    const attempt = delivery.attempt;
     const withError = error === undefined ? {} : { error };
     if (status === MessageStatus.ACKNOWLEDGED) {
-      lineage.update(id, { status: "completed", finishedAt });
+      lineage.update(id, { status: "completed", finishedAt, attempt });
       this.counters.acknowledged++;
     } else if (status === MessageStatus.REJECTED) {
-      lineage.update(id, { status: "failed", finishedAt, ...withError });
+      lineage.update(id, { status: "failed", finishedAt, attempt, ...withError });
       this.counters.rejected++;
     } else if (status === MessageStatus.FAILED) {
       // A retry is coming unless the budget is spent, in which case the provider dead-letters it.
@@ -321,7 +364,7 @@ export class RouteProcessor {
         id,
         retrying
           ? { status: "pending", attempt: delivery.attempt + 1, ...withError }
-          : { status: "failed", finishedAt, ...withError },
+          : { status: "failed", finishedAt, attempt, ...withError },
       );
       this.counters.failed++;
     } else {

@@ -77,6 +77,14 @@ from json_to_recordset($1::text::json) as u(id uuid, status text, output_keys js
   finished_at timestamptz, attempt integer)
 where l.id = u.id`;
 
+// The planner cannot see how many rows json_to_recordset yields (it assumes 100), so for a small
+// batch on a table of a few thousand rows it picks a sequential scan and a hash join. Repeating the
+// ids as a literal array lets it count them and go through the primary key: about half the cost of
+// a 16-row update on PGlite (the strict-lineage case, one small commit per hop). Large batches keep
+// the plain statement, where the scan is the cheaper plan anyway.
+const SMALL_UPDATE = 100;
+const UPDATE_BY_IDS_SQL = `${UPDATE_SQL} and l.id = any(string_to_array($2::text, ',')::uuid[])`;
+
 /** A statement and its parameters. */
 export interface Statement {
   readonly text: string;
@@ -88,7 +96,64 @@ export function insertRowsStatement(rows: readonly PendingRow[]): Statement {
   return { text: INSERT_SQL, params: [JSON.stringify(rows)] };
 }
 
+/** The lineage columns in the order {@link copyRowsCsv} writes them. */
+const COPY_COLUMNS = [
+  "id",
+  "execution_id",
+  "kind",
+  "route",
+  "adapter",
+  "adapter_index",
+  "message_id",
+  "correlation_id",
+  "parent_id",
+  "attempt",
+  "status",
+  "input_hash",
+  "payload",
+  "output_keys",
+  "error",
+  "started_at",
+  "finished_at",
+] as const satisfies readonly (keyof PendingRow)[];
+
+const JSON_COLUMNS: ReadonlySet<string> = new Set(["payload", "output_keys", "error"]);
+
+/**
+ * `COPY … FROM` a CSV of {@link copyRowsCsv}: a plain insert, so a batch holding an id that already
+ * exists fails with unique_violation (23505) and the writer falls back to the upsert.
+ */
+export const COPY_ROWS_SQL = `copy lineage (${COPY_COLUMNS.join(", ")}) from '/dev/blob' with (format csv)`;
+
+/**
+ * The rows as CSV for {@link COPY_ROWS_SQL}. PGlite parses CSV far faster than it expands a JSON
+ * document into a record set (about 40% less time per row). Every value is quoted, so an empty
+ * string stays distinct from NULL (an unquoted empty field) and a `\.` value is never read as the
+ * end-of-data marker. Throws a TypeError like `JSON.stringify` for values JSON cannot hold.
+ */
+export function copyRowsCsv(rows: readonly PendingRow[]): string {
+  const lines: string[] = new Array(rows.length);
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r] as PendingRow;
+    let line = "";
+    for (let c = 0; c < COPY_COLUMNS.length; c++) {
+      const column = COPY_COLUMNS[c] as (typeof COPY_COLUMNS)[number];
+      const value = row[column];
+      if (c > 0) line += ",";
+      if (value === null || value === undefined) continue;
+      const text = JSON_COLUMNS.has(column) ? JSON.stringify(value) : String(value);
+      line += text.includes('"') ? `"${text.replaceAll('"', '""')}"` : `"${text}"`;
+    }
+    lines[r] = line;
+  }
+  return lines.join("\n");
+}
+
 /** One batched update; each id appears at most once (the writer merges before). */
 export function updateRowsStatement(updates: readonly PendingUpdate[]): Statement {
-  return { text: UPDATE_SQL, params: [JSON.stringify(updates)] };
+  if (updates.length > SMALL_UPDATE) return { text: UPDATE_SQL, params: [JSON.stringify(updates)] };
+  return {
+    text: UPDATE_BY_IDS_SQL,
+    params: [JSON.stringify(updates), updates.map((u) => u.id).join(",")],
+  };
 }

@@ -1,6 +1,8 @@
 import type { LineageCounters, LineageRow, LineageUpdate, Logger } from "@factflow/protocols";
 import { FactflowError } from "@factflow/protocols";
 import {
+  COPY_ROWS_SQL,
+  copyRowsCsv,
   insertRowsStatement,
   type PendingRow,
   type PendingUpdate,
@@ -260,9 +262,10 @@ export class LineageWriter {
 
   async #execute(inserts: PendingRow[], updates: PendingUpdate[]): Promise<void> {
     // Inserts and updates touch disjoint rows (an update of a row still queued was merged into it),
-    // and both are idempotent, so they can go out side by side without a transaction.
+    // and both are idempotent (a COPY meeting a stored id falls back to the upsert), so they can go
+    // out side by side without a transaction.
     const work: Promise<void>[] = [];
-    if (inserts.length > 0) work.push(this.#runner.execute(...statement(insertRowsStatement(inserts))));
+    if (inserts.length > 0) work.push(this.#insert(inserts));
     if (updates.length > 0) work.push(this.#runner.execute(...statement(updateRowsStatement(updates))));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -278,6 +281,25 @@ export class LineageWriter {
       // A timed-out statement may still settle later; its outcome no longer matters.
       for (const w of work) w.catch(() => {});
     }
+  }
+
+  /**
+   * New rows go out as a plain COPY where the runner can (PGlite); a batch holding an id that is
+   * already stored (a retried batch whose first attempt did commit, or a row recorded twice) fails
+   * as a whole with unique_violation and is sent again as the upsert, which is idempotent.
+   */
+  async #insert(rows: PendingRow[]): Promise<void> {
+    const runner = this.#runner;
+    if (runner.copy !== undefined) {
+      const csv = copyRowsCsv(rows);
+      try {
+        await runner.copy(COPY_ROWS_SQL, csv);
+        return;
+      } catch (error) {
+        if ((error as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw error;
+      }
+    }
+    await runner.execute(...statement(insertRowsStatement(rows)));
   }
 
   async #isolate(inserts: PendingRow[], updates: PendingUpdate[], cause: unknown): Promise<void> {
@@ -302,6 +324,8 @@ export class LineageWriter {
     }
   }
 }
+
+const UNIQUE_VIOLATION = "23505";
 
 function statement(s: { text: string; params: readonly unknown[] }): [string, readonly unknown[]] {
   return [s.text, s.params];

@@ -8,6 +8,11 @@ import postgres from "postgres";
 export interface LineageSqlRunner {
   /** Runs one statement. */
   execute(text: string, params: readonly unknown[]): Promise<void>;
+  /**
+   * Runs a `COPY … FROM '/dev/blob'` statement fed with `data`. Optional: a runner without it gets
+   * every batch as a multi-row upsert instead.
+   */
+  copy?(text: string, data: string): Promise<void>;
   /** Drops every pooled connection after a failure that may have left one unusable. */
   reset(): void;
   close(): Promise<void>;
@@ -61,6 +66,9 @@ export function createPgliteSqlRunner(pglite: PGlite): LineageSqlRunner {
   return {
     async execute(text, params) {
       await pglite.query(text, [...params]);
+    },
+    async copy(text, data) {
+      await pglite.query(text, [], { blob: new Blob([data]) });
     },
     reset() {},
     async close() {},

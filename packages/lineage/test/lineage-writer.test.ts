@@ -1,6 +1,18 @@
-import { type Logger, silentLogger } from "@factflow/protocols";
-import { describe, expect, it } from "vitest";
-import { createPostgresSqlRunner, LineageWriter, uuidv7 } from "../src/index.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type LineageRow, type Logger, silentLogger } from "@factflow/protocols";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  connectPglite,
+  createPostgresSqlRunner,
+  type DatabaseHandles,
+  type LineageSqlRunner,
+  LineageWriter,
+  openLineageDatabase,
+  uuidv7,
+} from "../src/index.js";
+import { fromStoredRow, type StoredLineageRow } from "../src/lineage-rows.js";
 import { row } from "./lineage-suite.js";
 
 // A real postgres.js client aimed at a port nobody listens on: every commit fails fast.
@@ -58,5 +70,140 @@ describe("lineage writer", () => {
     await writer.close();
     expect(() => writer.record(row(uuidv7()))).toThrow(/closed/);
     await runner.close();
+  });
+});
+
+const ERR = { class: "E", message: 'it "broke", badly', retryable: true, fatal: false };
+
+describe("lineage writer on PGlite (COPY path)", () => {
+  let dir = "";
+  let handles: DatabaseHandles;
+  const calls = { copy: 0, execute: 0 };
+  let runner: LineageSqlRunner;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "factflow-writer-copy-"));
+    // Migrate through the public entry point, then reopen the raw handles to watch the runner.
+    await (await openLineageDatabase({ dataDir: dir })).close();
+    handles = await connectPglite(dir);
+    const inner = handles.writer;
+    runner = {
+      execute: (text, params) => {
+        calls.execute++;
+        return inner.execute(text, params);
+      },
+      copy: (text, data) => {
+        calls.copy++;
+        return (inner.copy as NonNullable<LineageSqlRunner["copy"]>)(text, data);
+      },
+      reset: () => inner.reset(),
+      close: () => inner.close(),
+    };
+  });
+  afterAll(async () => {
+    await handles?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function stored(id: string): Promise<LineageRow | undefined> {
+    const found = await handles.db.selectFrom("lineage").selectAll().where("id", "=", id).executeTakeFirst();
+    return found === undefined ? undefined : fromStoredRow(found as unknown as StoredLineageRow);
+  }
+
+  it("sends new rows as one COPY and keeps awkward text and JSON exactly", async () => {
+    const writer = new LineageWriter(runner, silentLogger);
+    const exec = uuidv7();
+    const awkward = [`a,"b"\nc\r\nd`, "\\.", "", "\\N", "naïve ☃ 🚀", 'ends with quote"', "tab\there"];
+    const rows = awkward.map((text, i) =>
+      row(exec, {
+        kind: "message",
+        route: text,
+        correlationId: text,
+        messageId: `m-${i}-${text}`,
+        payload: { text, list: [text, 1, null, true], nested: { [text]: { quote: '"' } } },
+        ...(i === 0 ? {} : { outputKeys: [text, "k,2"] }),
+        ...(i === 1 ? { error: { class: "E", message: text, retryable: false, fatal: false } } : {}),
+        ...(i === 2 ? { payload: text } : {}),
+      }),
+    );
+    const before = { ...calls };
+    for (const r of rows) writer.record(r);
+    await writer.flush();
+    expect(calls.copy - before.copy).toBe(1);
+    expect(calls.execute - before.execute).toBe(0);
+    for (const r of rows) expect(await stored(r.id)).toEqual(r);
+    expect(writer.counters()).toMatchObject({ written: rows.length, lost: 0 });
+  });
+
+  it("keeps SQL NULL and empty strings apart, and absent JSON columns absent", async () => {
+    const writer = new LineageWriter(runner, silentLogger);
+    const r = row(uuidv7(), { correlationId: "", inputHash: "", payload: null });
+    writer.record(r);
+    await writer.flush();
+    const back = await stored(r.id);
+    expect(back?.correlationId).toBe("");
+    expect(back?.inputHash).toBe("");
+    expect(back).not.toHaveProperty("payload");
+    expect(back).not.toHaveProperty("finishedAt");
+    expect(back).not.toHaveProperty("outputKeys");
+  });
+
+  it("falls back to the upsert when a batch holds an id that is already stored", async () => {
+    const writer = new LineageWriter(runner, silentLogger);
+    const exec = uuidv7();
+    const first = row(exec);
+    writer.record(first);
+    await writer.flush();
+    // Recorded again (e.g. a retried batch whose first attempt did commit), next to a new row.
+    const again = { ...first, status: "completed" as const, finishedAt: new Date().toISOString() };
+    const fresh = row(exec);
+    const before = { ...calls };
+    writer.record(again);
+    writer.record(fresh);
+    await writer.flush();
+    expect(calls.copy - before.copy).toBe(1);
+    expect(calls.execute - before.execute).toBe(1);
+    expect(await stored(first.id)).toEqual(again);
+    expect(await stored(fresh.id)).toEqual(fresh);
+    expect(writer.counters()).toMatchObject({ written: 3, lost: 0 });
+  });
+
+  it("updates small batches (ids listed for the planner) and large ones alike", async () => {
+    const writer = new LineageWriter(runner, silentLogger);
+    const exec = uuidv7();
+    for (const size of [3, 150]) {
+      const rows = Array.from({ length: size }, () => row(exec));
+      for (const r of rows) writer.record(r);
+      await writer.flush();
+      const finishedAt = new Date().toISOString();
+      for (const r of rows)
+        writer.update(r.id, { status: "failed", attempt: 2, finishedAt, outputKeys: ["k"], error: ERR });
+      await writer.flush();
+      for (const r of rows)
+        expect(await stored(r.id)).toEqual({
+          ...r,
+          status: "failed",
+          attempt: 2,
+          finishedAt,
+          outputKeys: ["k"],
+          error: ERR,
+        });
+    }
+    expect(writer.counters()).toMatchObject({ written: 2 * (3 + 150), lost: 0 });
+  });
+
+  it("loses only the row the database rejects, via the one-by-one retry", async () => {
+    const { logger, warnings } = capture();
+    const writer = new LineageWriter(runner, logger);
+    const exec = uuidv7();
+    const good = row(exec);
+    const bad = row(exec, { payload: { text: "nul \u0000 inside" } });
+    writer.record(good);
+    writer.record(bad);
+    await writer.flush();
+    expect(warnings.some((w) => /one by one/.test(w))).toBe(true);
+    expect(await stored(good.id)).toEqual(good);
+    expect(await stored(bad.id)).toBeUndefined();
+    expect(writer.counters()).toMatchObject({ written: 1, lost: 1 });
   });
 });
