@@ -15,6 +15,7 @@ import { ConfigCatalog } from "./config-catalog.js";
 import { meterProvider } from "./metered-provider.js";
 import { FactflowMetrics } from "./metrics.js";
 import { createProvider } from "./provider-factory.js";
+import { QueueJanitor } from "./queue-janitor.js";
 import type { EngineFacade, FactflowRuntime } from "./runtime.js";
 import type { Settings } from "./settings.js";
 
@@ -128,6 +129,9 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       },
     });
 
+    // Deletes each ended execution's scoped queues (ifEmpty, dead letters kept) so they do not pile up.
+    const janitor = new QueueJanitor({ provider: rawProvider, logger, metrics });
+
     const observeEnd = (record: ExecutionRecord) => {
       routes.add(record.id, record.configSnapshot);
       metrics.executionsRunning.add({}, 1);
@@ -138,6 +142,8 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
           const finishedAt = final?.finishedAt ? Date.parse(final.finishedAt) : Date.now();
           metrics.executions.inc({ status });
           metrics.completionSeconds.observe(Math.max(0, finishedAt - Date.parse(record.createdAt)) / 1000);
+          // Its subscriptions are stopped by now (they stop before the terminal event is published).
+          if (status !== "running") void janitor.sweep(record.id, record.configSnapshot);
         })
         .catch((error: Error) =>
           logger.warn("could not observe the end of an execution", {
@@ -199,6 +205,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
           await engine
             .shutdown()
             .catch((error: Error) => logger.error("engine shutdown failed", { error: error.message }));
+          await janitor.stop();
           for (const close of closers) {
             await close().catch((error: Error) => logger.error("close failed", { error: error.message }));
           }

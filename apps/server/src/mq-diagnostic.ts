@@ -15,7 +15,8 @@ export interface DiagnosticResult {
 /**
  * Publishes one probe to a scratch copy of every route's inbound queue and waits for it to come
  * back through a subscription. Scratch destinations live under `/queue/factflow-diagnostic-<id>/`
- * so no execution's queue is touched.
+ * so no execution's queue is touched, and each is deleted again after its round trip so repeated
+ * diagnostics leave nothing behind on the broker.
  */
 export async function runMqDiagnostic(
   provider: QueueProtocol,
@@ -80,6 +81,24 @@ async function roundTrip(
   } finally {
     clearTimeout(timer);
     await sub.unsubscribe();
+    await deleteScratch(provider, destination);
+  }
+}
+
+/**
+ * Best effort: a scratch queue that cannot be deleted (broker gone, consumer not yet detached)
+ * must not turn a passed round trip into a failure. A late probe left in it is dropped with it.
+ */
+async function deleteScratch(provider: QueueProtocol, destination: string): Promise<void> {
+  for (let attempt = 1; attempt <= 5; attempt++) {
+    try {
+      const result = await provider.admin.deleteDestination({ destination }, { keepDeadLetters: false });
+      // Some brokers detach a stopped consumer asynchronously: only that refusal is worth a retry.
+      if (result.deleted || !/consumer/i.test(result.reason ?? "")) return;
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
   }
 }
 

@@ -177,6 +177,21 @@ export const OPERATIONS: readonly Operation[] = [
     tag: "queues",
     body: oneLetter,
   },
+  {
+    method: "post",
+    path: "/api/v1/queues/delete",
+    summary: "Delete a queue or subscription (dead letters kept unless keep_dead_letters is false)",
+    tag: "queues",
+    body: obj(
+      {
+        destination: str,
+        subscription: str,
+        if_empty: { type: "boolean" },
+        keep_dead_letters: { type: "boolean" },
+      },
+      ["destination"],
+    ),
+  },
 ];
 
 const errorResponse = {

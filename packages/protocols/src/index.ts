@@ -66,10 +66,26 @@ export {
   RetryConfigSchema,
   RouteConfigSchema,
 } from "./pipeline-config.js";
+export type { EnvelopeFallbacks } from "./provider-kit/envelope-headers.js";
+export { compactHeaders, envelopeFromHeaders } from "./provider-kit/envelope-headers.js";
+export type { Lifecycle, LifecycleState } from "./provider-kit/lifecycle.js";
+export { createLifecycle } from "./provider-kit/lifecycle.js";
+export { errorText, NETWORK_ERROR_CODES } from "./provider-kit/native-error.js";
+export type { PreparedOutbound, PrepareOutboundOptions } from "./provider-kit/outbound.js";
+export {
+  checkDestination,
+  invalidInputError,
+  PUBLISHED_AT_HEADER,
+  parseAttempt,
+  prepareOutbound,
+  utf8Length,
+} from "./provider-kit/outbound.js";
 export type {
   DeadLetter,
   DeadLetterPage,
   DeadLetterSource,
+  DeleteDestinationOptions,
+  DeleteDestinationResult,
   DestinationInfo,
   DestinationStats,
   DurabilityCounters,

@@ -39,6 +39,34 @@ export interface DeadLetterSource {
   readonly subscription?: string;
 }
 
+/** Options of {@link QueueAdminProtocol.deleteDestination}. */
+export interface DeleteDestinationOptions {
+  /**
+   * Refuse (`deleted: false`) while messages are waiting, scheduled for a retry or in flight.
+   * @default false
+   */
+  readonly ifEmpty?: boolean;
+  /**
+   * Keep a dead-letter destination that still holds messages, so it stays browsable and
+   * redrivable; an empty one is removed either way. `false` destroys dead letters too.
+   * @default true
+   */
+  readonly keepDeadLetters?: boolean;
+}
+
+/** What {@link QueueAdminProtocol.deleteDestination} did. */
+export interface DeleteDestinationResult {
+  /** True when the queue (or subscription) was removed from the broker by this call. */
+  readonly deleted: boolean;
+  /**
+   * Why nothing was deleted (unknown destination, messages waiting, consumers attached), or what
+   * was deliberately left behind (`dead letters kept`). Meant for logs and operators.
+   */
+  readonly reason?: string;
+  /** Dead letters left in place because `keepDeadLetters` was on (0 when none). */
+  readonly deadLettersKept?: number;
+}
+
 export interface DeadLetterPage {
   readonly total: number;
   readonly offset: number;
@@ -63,22 +91,71 @@ export interface QueueAdminProtocol {
   redriveOne(source: DeadLetterSource, messageId: string): Promise<{ redriven: boolean }>;
   /** Delete one dead letter for good. */
   discardOne(source: DeadLetterSource, messageId: string): Promise<{ discarded: boolean }>;
+  /**
+   * Removes a queue (or one subscription of a topic) from the broker together with the machinery
+   * the provider keeps for it (retry holding queues, bindings), so short-lived destinations such
+   * as execution-scoped queues do not accumulate. Dead letters are kept unless
+   * `keepDeadLetters: false`: a dead-letter destination that holds messages survives (and stays
+   * browsable and redrivable through this API), an empty one is removed too.
+   *
+   * Refusals are data, not errors: an unknown destination, consumers still attached, or (with
+   * `ifEmpty`) messages waiting or in flight answer `{ deleted: false, reason }`. Throws only for
+   * invalid input or when the broker cannot be reached.
+   */
+  deleteDestination(
+    source: DeadLetterSource,
+    options?: DeleteDestinationOptions,
+  ): Promise<DeleteDestinationResult>;
 }
 
 /**
- * Durability counters an operator reads to know nothing went missing. `superseded` counts
- * settlements withheld because the broker had reissued the delivery (not a loss); `lost` counts
- * messages the provider knows it could not preserve (should stay 0).
+ * Durability counters an operator reads to know nothing went missing. They count events of one
+ * provider instance since its `connect()`, the same way on every broker:
+ *
+ * - A caller's `publish()` counts once in `published` (and in `confirmed` once the broker has it),
+ *   whatever number of topic subscriptions receive a copy.
+ * - Copies a provider makes itself (a retry, a dead letter, a redelivery copy, an admin redrive) are
+ *   never `published`/`confirmed`: a retry counts in `retried`, a dead letter in `deadLettered`.
+ * - `acked`, `retried` and `deadLettered` count settlements: a delivery a handler finished with
+ *   counts in at most one of them. `redelivered` and `superseded` count deliveries that were not
+ *   settled by this delivery (handed out again, or settlement withheld).
+ *
+ * So on a fresh provider with no faults, `published` = `confirmed` = the caller's publishes, and
+ * `acked` + `deadLettered` = the messages a handler has finished with.
  */
 export interface DurabilityCounters {
+  /** Caller `publish()` calls accepted for sending (valid input), once per call. */
   published: number;
-  /** Publishes the broker confirmed (receipt / publisher confirm / fsync). */
+  /**
+   * Of `published`, those the broker confirmed (receipt / publisher confirm / fsync) before the
+   * call resolved.
+   */
   confirmed: number;
+  /**
+   * Deliveries settled because the handler returned ACKNOWLEDGED. Settling an original behind a
+   * confirmed retry or dead-letter copy is not an ack: it counts in `retried` / `deadLettered`.
+   */
   acked: number;
+  /** FAILED deliveries whose retry copy (attempt + 1) was confirmed and their original settled. */
   retried: number;
+  /**
+   * Deliveries dead-lettered (REJECTED, retries exhausted, a failed topic delivery, an unreadable
+   * message) whose dead-letter copy was confirmed and their original settled.
+   */
   deadLettered: number;
+  /**
+   * Deliveries handed out again with the same attempt after an incomplete handler (a throw, a
+   * non-settling status, a timeout), an abort (unsubscribe, close) or a lost connection: counted
+   * where the provider sees it, when it hands the message back or when it receives a delivery the
+   * broker flags as redelivered.
+   */
   redelivered: number;
+  /**
+   * Settlements withheld because the broker had reissued the delivery meanwhile (connection or
+   * consumer replaced); the reissued delivery is settled instead. Not a loss.
+   */
   superseded: number;
+  /** Messages the provider knows it could not preserve. Should stay 0. */
   lost: number;
 }
 

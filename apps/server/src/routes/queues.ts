@@ -17,6 +17,11 @@ const SourceQuery = v.object(SourceFields);
 const BrowseQuery = v.object({ ...SourceFields, ...PagingQuery });
 const SourceBody = v.strictObject(SourceFields);
 const OneBody = v.strictObject({ ...SourceFields, message_id: v.pipe(v.string(), v.minLength(1)) });
+const DeleteBody = v.strictObject({
+  ...SourceFields,
+  if_empty: v.optional(v.boolean(), false),
+  keep_dead_letters: v.optional(v.boolean(), true),
+});
 
 function sourceOf(input: { destination: string; subscription?: string | undefined }): DeadLetterSource {
   return input.subscription === undefined
@@ -40,7 +45,7 @@ export function deadLetterJson(letter: DeadLetter) {
   };
 }
 
-/** Queue admin through `provider.admin`: list, stats, DLQ browse/redrive/discard. */
+/** Queue admin through `provider.admin`: list, stats, DLQ browse/redrive/discard, delete. */
 export function queueRoutes(rt: FactflowRuntime): Hono {
   const app = new Hono();
   const admin = () => rt.provider.admin;
@@ -92,6 +97,22 @@ export function queueRoutes(rt: FactflowRuntime): Hono {
     const { discarded } = await admin().discardOne(sourceOf(body), body.message_id);
     if (!discarded) throw missing(body.destination, body.message_id);
     return c.json({ destination: body.destination, message_id: body.message_id, discarded });
+  });
+
+  // A refusal (unknown queue, consumers attached, not empty with if_empty) is an answer, not an error.
+  app.post("/queues/delete", async (c) => {
+    const body = await readJson(c, DeleteBody);
+    const result = await admin().deleteDestination(sourceOf(body), {
+      ifEmpty: body.if_empty,
+      keepDeadLetters: body.keep_dead_letters,
+    });
+    return c.json({
+      destination: body.destination,
+      subscription: body.subscription ?? null,
+      deleted: result.deleted,
+      reason: result.reason ?? null,
+      dead_letters_kept: result.deadLettersKept ?? 0,
+    });
   });
 
   return app;

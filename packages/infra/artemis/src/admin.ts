@@ -2,6 +2,8 @@ import {
   type DeadLetter,
   type DeadLetterPage,
   type DeadLetterSource,
+  type DeleteDestinationOptions,
+  type DeleteDestinationResult,
   type DestinationInfo,
   type DestinationStats,
   Headers,
@@ -10,6 +12,7 @@ import {
 } from "@factflow/protocols";
 import type { IMessage } from "@stomp/stompjs";
 import type { ArtemisConfig } from "./config.js";
+import { deleteArtemisDestination } from "./delete-destination.js";
 import { DLQ_ID_HEADER, decodeMessage, sendHeaders } from "./envelope-codec.js";
 import { redriveHeaders } from "./failure-copy.js";
 import { type ManagementClient, ResourceNotFound } from "./management.js";
@@ -219,6 +222,26 @@ export class ArtemisAdmin implements QueueAdminProtocol {
           throw error;
       }
     }
+  }
+
+  /** Deletes the queue (or subscription queue) and its dead-letter queue unless it holds letters to keep. */
+  deleteDestination(
+    source: DeadLetterSource,
+    options: DeleteDestinationOptions = {},
+  ): Promise<DeleteDestinationResult> {
+    this.deps.assertUsable("admin.deleteDestination");
+    return this.serial(async () => {
+      const { target, queue, dlq } = this.resolve(source);
+      const describe =
+        source.subscription === undefined
+          ? target.destination
+          : `${target.destination} (subscription ${source.subscription})`;
+      return deleteArtemisDestination(
+        this.deps.management,
+        { describe, queue, dlq, isSubscription: target.kind === "topic" },
+        options,
+      );
+    });
   }
 
   private resolve(source: DeadLetterSource): { target: ArtemisTarget; queue: string; dlq: string } {

@@ -1,16 +1,10 @@
-import { isFactflowError, ProviderError, type ProviderErrorReason } from "@factflow/protocols";
-
-const NETWORK_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ECONNABORTED",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-]);
+import {
+  errorText,
+  isFactflowError,
+  NETWORK_ERROR_CODES,
+  ProviderError,
+  type ProviderErrorReason,
+} from "@factflow/protocols";
 
 /** Artemis error codes (the `AMQnnnnnn` prefix of an ERROR frame's `message`) and what they mean. */
 const ARTEMIS_CODES: Record<string, { reason: ProviderErrorReason; hint: string }> = {
@@ -84,16 +78,6 @@ function socketErrorOf(value: unknown): (Error & { code?: string }) | undefined 
   return undefined;
 }
 
-function textOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === "string") return error;
-  try {
-    return JSON.stringify(error);
-  } catch {
-    return String(error);
-  }
-}
-
 /**
  * Turns anything the STOMP client or the socket threw (an ERROR frame, a socket error event, an
  * `Error`) into a `ProviderError` with a reason, a retryable flag and a message that says what to do.
@@ -128,7 +112,7 @@ export function classifyArtemisError(error: unknown, what: string): ProviderErro
     );
   }
   const socketError = socketErrorOf(error);
-  if (socketError?.code !== undefined && NETWORK_CODES.has(socketError.code)) {
+  if (socketError?.code !== undefined && NETWORK_ERROR_CODES.has(socketError.code)) {
     const hint =
       socketError.code === "ECONNREFUSED"
         ? "nothing listens there; start the broker (bash scripts/services/artemis.sh start) or fix the URL"
@@ -137,10 +121,10 @@ export function classifyArtemisError(error: unknown, what: string): ProviderErro
       cause: error,
     });
   }
-  if (/timed? ?out/i.test(textOf(error))) {
-    return new ProviderError("artemis", "timeout", `${what}: ${textOf(error)}`, { cause: error });
+  if (/timed? ?out/i.test(errorText(error))) {
+    return new ProviderError("artemis", "timeout", `${what}: ${errorText(error)}`, { cause: error });
   }
-  if (/no underlying STOMP connection|not connected|connection (closed|lost)/i.test(textOf(error))) {
+  if (/no underlying STOMP connection|not connected|connection (closed|lost)/i.test(errorText(error))) {
     return new ProviderError(
       "artemis",
       "connection",
@@ -148,5 +132,5 @@ export function classifyArtemisError(error: unknown, what: string): ProviderErro
       { cause: error },
     );
   }
-  return new ProviderError("artemis", "unknown", `${what}: ${textOf(error)}`, { cause: error });
+  return new ProviderError("artemis", "unknown", `${what}: ${errorText(error)}`, { cause: error });
 }

@@ -1,15 +1,13 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import {
-  findNonJson,
-  Headers,
+  compactHeaders,
+  envelopeFromHeaders,
   type JsonValue,
   type MessageEnvelope,
   type OutboundMessage,
   ProviderError,
+  prepareOutbound,
 } from "@factflow/protocols";
-
-/** Header carrying the ISO-8601 time of the first publish. */
-export const PUBLISHED_AT_HEADER = "x-published-at";
 /**
  * A fresh id per SEND: the identity of one broker message. A redelivery of the same broker message
  * carries the same value, while STOMP mints a new `message-id`/`ack` every time; the settlement
@@ -70,67 +68,30 @@ export interface EncodedMessage {
   readonly delayMs: number;
 }
 
-function invalid(message: string): ProviderError {
-  return new ProviderError("artemis", "invalid-input", message, { code: "invalid_message" });
-}
+const STOMP_RESERVED = { test: isProtocolHeader, by: "STOMP/Artemis" } as const;
 
 /**
- * Validates an outbound message and turns it into a JSON body and string headers. Fills the id, the
- * correlation id, attempt 1 and the publish time unless the caller carried them.
+ * Validates an outbound message (see `prepareOutbound`; STOMP/Artemis header names are refused) and
+ * turns it into a JSON body and string headers. Fills the id, the correlation id, attempt 1 and the
+ * publish time unless the caller carried them. Defaults travel implicitly (decode restores them):
+ * Artemis' consumer window counts bytes, so every header left out is room for more messages in flight.
  */
 export function encodeMessage(
   destination: string,
   message: OutboundMessage,
   maxBytes: number,
 ): EncodedMessage {
-  if (message === null || typeof message !== "object")
-    throw invalid(`publish to "${destination}" needs a message object with a "body"`);
-  const bad = message.body === undefined ? "$" : findNonJson(message.body);
-  if (bad !== undefined)
-    throw invalid(`message body for "${destination}" is not plain JSON at ${bad}; send only JSON values`);
-  const headers: Record<string, string> = {};
-  for (const [key, value] of Object.entries(message.headers ?? {})) {
-    if (typeof value !== "string")
-      throw invalid(`header "${key}" for "${destination}" must be a string, got ${typeof value}`);
-    if (isProtocolHeader(key))
-      throw invalid(`header "${key}" for "${destination}" is reserved by STOMP/Artemis; rename it`);
-    headers[key] = value;
-  }
-  const { priority, delayMs } = message;
-  if (priority !== undefined && !(Number.isInteger(priority) && priority >= 0 && priority <= 9))
-    throw invalid(`priority for "${destination}" must be an integer from 0 to 9, got ${String(priority)}`);
-  if (delayMs !== undefined && !(Number.isFinite(delayMs) && delayMs >= 0))
-    throw invalid(`delayMs for "${destination}" must be a non-negative number`);
-  const id = message.id ?? headers[Headers.messageId] ?? randomUUID();
-  headers[Headers.messageId] = id;
-  // Defaults travel implicitly (decode restores them): Artemis' consumer window counts bytes, so
-  // every header left out is room for more messages in flight.
-  const correlationId = message.correlationId ?? headers[Headers.correlationId] ?? id;
-  if (correlationId === id) delete headers[Headers.correlationId];
-  else headers[Headers.correlationId] = correlationId;
-  if (headers[Headers.deliveryAttempt] === "1") delete headers[Headers.deliveryAttempt];
-  if (message.executionId !== undefined) headers[Headers.executionId] = message.executionId;
-  if (message.traceparent !== undefined) headers[Headers.traceparent] = message.traceparent;
-  if (priority !== undefined) headers[Headers.priority] = String(priority);
-  headers[PUBLISHED_AT_HEADER] ??= new Date().toISOString();
-  const body = JSON.stringify(message.body);
-  let size = Buffer.byteLength(body);
-  for (const [key, value] of Object.entries(headers))
-    size += Buffer.byteLength(key) + Buffer.byteLength(value);
-  if (size > maxBytes) {
-    throw new ProviderError(
-      "artemis",
-      "invalid-input",
-      `message for "${destination}" is ${size} bytes, above maxMessageBytes ${maxBytes}; store large payloads as artefacts and send a reference`,
-      { code: "message_too_large" },
-    );
-  }
+  const prepared = prepareOutbound("artemis", destination, message, {
+    maxBytes,
+    reservedHeaders: STOMP_RESERVED,
+    newId: randomUUID,
+  });
   return {
-    id,
-    body,
-    headers,
-    delayMs: delayMs ?? 0,
-    ...(priority === undefined ? {} : { priority }),
+    id: prepared.id,
+    body: prepared.bodyJson,
+    headers: compactHeaders(prepared),
+    delayMs: prepared.delayMs,
+    ...(prepared.priority === undefined ? {} : { priority: prepared.priority }),
   };
 }
 
@@ -179,26 +140,6 @@ export function decodeMessage(headers: Readonly<Record<string, string>>, body: s
   const own: Record<string, string> = {};
   for (const [key, value] of Object.entries(headers)) if (!isProtocolHeader(key)) own[key] = value;
   const sendId = headers[SEND_ID_HEADER];
-  const id = own[Headers.messageId] ?? sendId ?? headers["message-id"] ?? randomUUID();
-  own[Headers.messageId] = id;
-  const attemptText = own[Headers.deliveryAttempt] ?? "1";
-  own[Headers.deliveryAttempt] = attemptText;
-  const attempt = Math.max(1, Number.parseInt(attemptText, 10) || 1);
-  const correlationId = own[Headers.correlationId] ?? id;
-  own[Headers.correlationId] = correlationId;
-  const priorityText = own[Headers.priority] ?? headers.priority;
-  const priority = priorityText === undefined ? undefined : Number(priorityText);
-  const envelope: MessageEnvelope = {
-    id,
-    body: parsed,
-    headers: own,
-    correlationId,
-    publishedAt: own[PUBLISHED_AT_HEADER] ?? new Date().toISOString(),
-    ...(own[Headers.executionId] === undefined ? {} : { executionId: own[Headers.executionId] }),
-    ...(own[Headers.traceparent] === undefined ? {} : { traceparent: own[Headers.traceparent] }),
-    ...(own[Headers.priority] === undefined || priority === undefined || Number.isNaN(priority)
-      ? {}
-      : { priority }),
-  };
+  const { envelope, attempt } = envelopeFromHeaders(own, parsed, { id: sendId ?? headers["message-id"] });
   return { envelope, attempt, sendId, redelivered: headers.redelivered === "true" };
 }

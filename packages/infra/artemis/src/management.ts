@@ -8,6 +8,8 @@ import type { LinkSubscription, StompLink } from "./stomp-link.js";
 const MANAGEMENT_ADDRESS = "activemq.management";
 /** Artemis answers `AMQ229067: Cannot find resource` for a queue that does not exist (yet). */
 const NOT_FOUND = /AMQ229067|Cannot find resource/;
+/** Artemis answers `AMQ229017: Queue <name> does not exist` to destroying a missing queue. */
+const QUEUE_MISSING = /AMQ229017|does not exist/;
 
 interface PendingCall {
   readonly resolve: (value: unknown) => void;
@@ -56,10 +58,13 @@ export class ManagementClient {
     return this.call(resource, { _AMQ_Attribute: attribute }, "[]", `read ${attribute} of ${resource}`);
   }
 
-  /** Message, delivering and consumer counts of one queue (`listQueues` by name); zeros for a queue that does not exist yet. */
+  /**
+   * Message, delivering and consumer counts of one queue (`listQueues` by name); zeros and
+   * `exists: false` for a queue that does not exist (yet).
+   */
   async queueFigures(
     queue: string,
-  ): Promise<{ messageCount: number; deliveringCount: number; consumerCount: number }> {
+  ): Promise<{ exists: boolean; messageCount: number; deliveringCount: number; consumerCount: number }> {
     const filter = JSON.stringify({ field: "name", operation: "EQUALS", value: queue });
     const answer = await this.invoke("broker", "listQueues", [filter, 1, 10]);
     let rows: unknown[] = [];
@@ -73,6 +78,7 @@ export class ManagementClient {
       | Record<string, unknown>
       | undefined;
     return {
+      exists: row !== undefined,
       messageCount: toNumber(row?.messageCount),
       deliveringCount: toNumber(row?.deliveringCount),
       consumerCount: toNumber(row?.consumerCount),
@@ -91,6 +97,21 @@ export class ManagementClient {
       true,
     ]);
     await this.invoke("broker", "updateQueue", [JSON.stringify(config)]);
+  }
+
+  /**
+   * Destroys `queue` without removing consumers (Artemis refuses while any are attached), and its
+   * address too when `deleteAddress` and no other queue is bound to it. Resolves false when the
+   * queue did not exist.
+   */
+  async destroyQueue(queue: string, deleteAddress: boolean): Promise<boolean> {
+    try {
+      await this.invoke("broker", "destroyQueue", [queue, false, deleteAddress]);
+      return true;
+    } catch (error) {
+      if (error instanceof ResourceNotFound || QUEUE_MISSING.test((error as Error).message)) return false;
+      throw error;
+    }
   }
 
   /**

@@ -1,4 +1,5 @@
 import {
+  createLifecycle,
   type DurabilityCounters,
   emptyDurabilityCounters,
   type Logger,
@@ -122,18 +123,8 @@ export function createArtemisProvider(
   const management = new ManagementClient(link, config);
   const guard = new SettlementGuard({ ...ALL_CHECKS, ...options.settlementChecks });
   const live = new Set<ArtemisSubscription>();
-  let state: "new" | "connected" | "closed" = "new";
-  let connecting: Promise<void> | undefined;
-
-  const assertUsable = (what: string): void => {
-    if (state === "closed")
-      throw new ProviderError("artemis", "closed", `${what}: the provider is closed; create a new provider`);
-    if (state === "new")
-      throw new ProviderError("artemis", "connection", `${what}: call connect() first`, {
-        code: "provider_not_connected",
-        retryable: false,
-      });
-  };
+  const lifecycle = createLifecycle("artemis", "createArtemisProvider()");
+  const assertUsable = (what: string): void => lifecycle.assertOpen(what);
 
   link.onConnected((generation) => {
     if (generation === 1) return;
@@ -176,38 +167,28 @@ export function createArtemisProvider(
     capabilities: Object.freeze({ ...ARTEMIS_CAPABILITIES, maxMessageBytes: config.maxMessageBytes }),
     admin,
 
-    async connect() {
-      if (state === "closed")
-        throw new ProviderError(
-          "artemis",
-          "closed",
-          "connect: the provider is closed; create a new provider",
-        );
-      if (state === "connected") return;
-      connecting ??= link.connect().then(
-        () => {
-          Object.assign(counters, emptyDurabilityCounters());
-          state = "connected";
-        },
-        (error: unknown) => {
-          connecting = undefined;
+    connect() {
+      return lifecycle.connect(async () => {
+        try {
+          await link.connect();
+        } catch (error) {
           throw classifyArtemisError(error, `connect to ${config.url.replace(/\/\/[^@/]*@/, "//")}`);
-        },
-      );
-      await connecting;
+        }
+        Object.assign(counters, emptyDurabilityCounters());
+      });
     },
 
-    async close() {
-      if (state === "closed") return;
-      state = "closed";
-      await Promise.allSettled([...live].map((subscription) => subscription.unsubscribe()));
-      management.abandon();
-      // Bounded: close must stay prompt even on a stalled connection.
-      await Promise.race([
-        management.dispose(),
-        new Promise((resolve) => setTimeout(resolve, 1_000).unref()),
-      ]);
-      await link.close();
+    close() {
+      return lifecycle.close(async () => {
+        await Promise.allSettled([...live].map((subscription) => subscription.unsubscribe()));
+        management.abandon();
+        // Bounded: close must stay prompt even on a stalled connection.
+        await Promise.race([
+          management.dispose(),
+          new Promise((resolve) => setTimeout(resolve, 1_000).unref()),
+        ]);
+        await link.close();
+      });
     },
 
     async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {

@@ -265,7 +265,10 @@ export class ArtemisSubscription implements Subscription {
     reason: string | undefined,
   ): Promise<void> {
     const { decoded } = pending;
-    if (status === "ACKNOWLEDGED") return this.ack(pending);
+    if (status === "ACKNOWLEDGED") {
+      if (this.ack(pending)) this.deps.counters.acked += 1;
+      return;
+    }
     if (status === "REJECTED") return this.deadLetter(pending, "rejected", reason);
     if (status === "FAILED") {
       if (this.target.kind === "topic") return this.deadLetter(pending, "topic-failure", reason);
@@ -286,9 +289,13 @@ export class ArtemisSubscription implements Subscription {
       );
     }
     // Incomplete (an internal status, a throw, a timeout): hand it out again with the same attempt.
+    // The copy is a fresh SEND that arrives unflagged, so the redelivery is counted here.
     const headers = { ...decoded.envelope.headers };
+    const redelivered = () => {
+      this.deps.counters.redelivered += 1;
+    };
     if (this.target.kind === "queue") {
-      return this.copyThenAck(pending, this.queueName, "ANYCAST", headers, 0, "redelivery", () => {});
+      return this.copyThenAck(pending, this.queueName, "ANYCAST", headers, 0, "redelivery", redelivered);
     }
     return this.copyThenAck(
       pending,
@@ -297,7 +304,7 @@ export class ArtemisSubscription implements Subscription {
       headers,
       0,
       "redelivery",
-      () => {},
+      redelivered,
     );
   }
 
@@ -361,10 +368,15 @@ export class ArtemisSubscription implements Subscription {
     return false;
   }
 
-  private ack(pending: Pending): void {
-    if (!this.stillValid(pending)) return;
+  /**
+   * Acknowledges the original delivery; true when the ACK went out. Only a handler's ACKNOWLEDGED
+   * counts as `acked`: settling an original behind a confirmed copy is counted by the copy.
+   */
+  private ack(pending: Pending): boolean {
+    if (!this.stillValid(pending)) return false;
     const ackId = pending.message.headers.ack ?? pending.message.headers["message-id"] ?? "";
-    if (this.deps.link.ack(ackId, pending.subscriptionId)) this.deps.counters.acked += 1;
+    const sent = this.deps.link.ack(ackId, pending.subscriptionId);
     this.deps.guard.release(pending.ticket);
+    return sent;
   }
 }

@@ -2,6 +2,8 @@ import {
   type DeadLetter,
   type DeadLetterPage,
   type DeadLetterSource,
+  type DeleteDestinationOptions,
+  type DeleteDestinationResult,
   type DestinationInfo,
   type DestinationStats,
   Headers,
@@ -76,6 +78,81 @@ function checkId(messageId: unknown): string {
     );
   }
   return messageId;
+}
+
+/** Describes a source for refusal reasons. */
+function describeSource(source: DeadLetterSource): string {
+  return source.subscription === undefined
+    ? source.destination
+    : `${source.destination} (subscription ${source.subscription})`;
+}
+
+/**
+ * Removes a physical queue. Waiting messages are discarded (journaled like a discard); dead letters
+ * live in the same physical queue here, so when they are kept the queue stays registered as their
+ * holder and everything else about it (its place in topic fan-out, its definition) goes.
+ */
+async function deleteQueue(
+  broker: Broker,
+  source: DeadLetterSource,
+  options: DeleteDestinationOptions,
+): Promise<DeleteDestinationResult> {
+  const describe = describeSource(source);
+  const queue = queuesOf(broker, source, true)[0];
+  if (queue === undefined) return { deleted: false, reason: `${describe} does not exist` };
+  if (queue.consumers.length > 0) {
+    return {
+      deleted: false,
+      reason: `${describe} has ${queue.consumers.length} consumer(s) attached; unsubscribe them first`,
+    };
+  }
+  if (options.ifEmpty === true && (queue.depth > 0 || queue.inFlight > 0)) {
+    return {
+      deleted: false,
+      reason: `${describe} is not empty: ${queue.depth} message(s) waiting, ${queue.inFlight} in flight`,
+    };
+  }
+  if (queue.scheduled > 0) {
+    // Scheduled retries are owned by timers that would put them back; let them come due first.
+    return {
+      deleted: false,
+      reason: `${describe} has ${queue.scheduled} retr${queue.scheduled === 1 ? "y" : "ies"} scheduled; try again once they are due`,
+    };
+  }
+  const keep = options.keepDeadLetters !== false;
+  if (queue.subscription !== undefined && keep && queue.dead.size > 0) {
+    // A subscription's dead letters are addressed through the subscription itself, so it stays.
+    return {
+      deleted: false,
+      reason: `${describe} holds ${queue.dead.size} dead letter(s); redrive or discard them, or pass keepDeadLetters: false`,
+      deadLettersKept: queue.dead.size,
+    };
+  }
+  const drained: StoredMessage[] = [];
+  for (let m = queue.ready.next(Number.MAX_SAFE_INTEGER); m !== undefined; ) {
+    queue.release(m);
+    drained.push(m);
+    m = queue.ready.next(Number.MAX_SAFE_INTEGER);
+  }
+  for (const message of drained) await broker.discard(queue, message);
+  if (!keep) for (const message of [...queue.dead.values()]) await broker.discard(queue, message);
+  const kept = queue.dead.size;
+  queue.definition = undefined;
+  if (queue.subscription !== undefined) {
+    const topic = resolveTarget(source.destination).name;
+    const subs = broker.topics.get(topic);
+    subs?.delete(queue.subscription);
+    if (subs !== undefined && subs.size === 0) broker.topics.delete(topic);
+  }
+  if (kept > 0) {
+    return {
+      deleted: true,
+      reason: `${kept} dead letter(s) kept; browse, redrive or discard them through the admin API`,
+      deadLettersKept: kept,
+    };
+  }
+  broker.queues.delete(queue.key);
+  return { deleted: true, deadLettersKept: 0 };
 }
 
 /**
@@ -164,6 +241,10 @@ export function createAdmin(use: (operation: string) => Broker): QueueAdminProto
       if (queue === undefined || message === undefined) return { discarded: false };
       await broker.discard(queue, message);
       return { discarded: true };
+    },
+
+    async deleteDestination(source, options = {}): Promise<DeleteDestinationResult> {
+      return deleteQueue(use("admin.deleteDestination"), source, options);
     },
   };
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { findNonJson, Headers, type MessageEnvelope, type OutboundMessage } from "@factflow/protocols";
-import { invalidInput } from "./errors.js";
+import { Headers, type MessageEnvelope, type OutboundMessage, prepareOutbound } from "@factflow/protocols";
+import { PROVIDER_NAME } from "./errors.js";
 
 /** Why and when a message was dead-lettered. */
 export interface DeadInfo {
@@ -42,112 +42,35 @@ export interface StoredMessage {
 /** A validated publish; `seq` and `queueKey` are filled in when the broker stores it. */
 export type PreparedMessage = StoredMessage;
 
-const RESERVED = new Set<string>([
-  Headers.deliveryAttempt,
-  Headers.messageId,
-  Headers.correlationId,
-  Headers.executionId,
-  Headers.traceparent,
-  Headers.priority,
-]);
-
-function optionalString(value: unknown, field: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== "string" || value.length === 0 || value.length > 1_000) {
-    throw invalidInput(
-      "invalid_message",
-      `message.${field} must be a non-empty string of at most 1000 characters`,
-    );
-  }
-  return value;
-}
-
-let isoAt = 0;
-let iso = "";
-/** ISO time of `now`, reused within one millisecond (thousands of publishes share one). */
-function isoTime(now: number): string {
-  if (now !== isoAt) {
-    isoAt = now;
-    iso = new Date(now).toISOString();
-  }
-  return iso;
-}
-
-/** Validates an outbound message and turns it into what the broker stores. */
-export function prepareMessage(message: OutboundMessage, maxBytes: number, now: number): PreparedMessage {
-  if (typeof message !== "object" || message === null) {
-    throw invalidInput("invalid_message", "publish needs a message object like { body: {...} }");
-  }
-  if (!("body" in message))
-    throw invalidInput("invalid_message", "message.body is missing: pass any JSON value");
-  const bad = findNonJson(message.body);
-  if (bad !== undefined) {
-    throw invalidInput(
-      "invalid_message",
-      `message.body is not plain JSON at ${bad}: use only objects, arrays, strings, finite numbers, booleans and null`,
-    );
-  }
-  const id = optionalString(message.id, "id") ?? randomUUID();
-  const correlationId = optionalString(message.correlationId, "correlationId") ?? id;
-  const executionId = optionalString(message.executionId, "executionId");
-  const traceparent = optionalString(message.traceparent, "traceparent");
-  const priority = message.priority;
-  if (priority !== undefined && (!Number.isInteger(priority) || priority < 0 || priority > 9)) {
-    throw invalidInput(
-      "invalid_message",
-      `message.priority must be an integer from 0 to 9, got ${String(priority)}`,
-    );
-  }
-  const delayMs = message.delayMs;
-  if (delayMs !== undefined && (typeof delayMs !== "number" || !Number.isFinite(delayMs) || delayMs < 0)) {
-    throw invalidInput(
-      "invalid_message",
-      `message.delayMs must be a finite number >= 0, got ${String(delayMs)}`,
-    );
-  }
-  const headers: Record<string, string> = {};
-  let bytes = 0;
-  if (message.headers !== undefined) {
-    if (typeof message.headers !== "object" || message.headers === null || Array.isArray(message.headers)) {
-      throw invalidInput("invalid_message", "message.headers must be an object of string values");
-    }
-    for (const [key, value] of Object.entries(message.headers)) {
-      if (typeof value !== "string") {
-        throw invalidInput(
-          "invalid_message",
-          `header "${key}" must be a string, got ${typeof value}: convert it with String()`,
-        );
-      }
-      if (RESERVED.has(key)) continue;
-      headers[key] = value;
-      bytes += Buffer.byteLength(key) + Buffer.byteLength(value);
-    }
-  }
-  headers[Headers.messageId] = id;
-  headers[Headers.correlationId] = correlationId;
-  if (executionId !== undefined) headers[Headers.executionId] = executionId;
-  if (traceparent !== undefined) headers[Headers.traceparent] = traceparent;
-  if (priority !== undefined) headers[Headers.priority] = String(priority);
-  const bodyJson = JSON.stringify(message.body);
-  bytes += Buffer.byteLength(bodyJson);
-  if (bytes > maxBytes) {
-    throw invalidInput(
-      "message_too_large",
-      `message is ${bytes} bytes (JSON body + headers), above the limit of ${maxBytes}: store large payloads elsewhere and send a reference, or raise maxMessageBytes`,
-    );
-  }
+/**
+ * Validates an outbound message and turns it into what the broker stores. Factflow identity headers
+ * a caller puts in `headers` are ignored: the message fields alone say who a message is, and the
+ * broker keeps the attempt itself.
+ */
+export function prepareMessage(
+  destination: string,
+  message: OutboundMessage,
+  maxBytes: number,
+  now: number,
+): PreparedMessage {
+  const p = prepareOutbound(PROVIDER_NAME, destination, message, {
+    maxBytes,
+    identityHeaders: "drop",
+    now,
+    newId: randomUUID,
+  });
   return {
-    id,
-    bodyJson,
-    headers,
-    correlationId,
-    executionId,
-    traceparent,
-    priority,
-    publishedAt: isoTime(now),
-    bytes,
+    id: p.id,
+    bodyJson: p.bodyJson,
+    headers: p.headers,
+    correlationId: p.correlationId,
+    executionId: p.executionId,
+    traceparent: p.traceparent,
+    priority: p.priority,
+    publishedAt: p.publishedAt,
+    bytes: p.bytes,
     attempt: 1,
-    notBefore: delayMs !== undefined && delayMs > 0 ? now + delayMs : 0,
+    notBefore: p.delayMs > 0 ? now + p.delayMs : 0,
     lastError: undefined,
     seq: 0,
     queueKey: "",

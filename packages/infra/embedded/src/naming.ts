@@ -1,5 +1,5 @@
-import { type Destination, parseDestination } from "@factflow/protocols";
-import { invalidInput } from "./errors.js";
+import { checkDestination, type Destination } from "@factflow/protocols";
+import { invalidInput, PROVIDER_NAME } from "./errors.js";
 
 /** A validated destination. */
 export interface Target {
@@ -18,14 +18,7 @@ const SUBSCRIPTION = /^[A-Za-z0-9_.:/-]{1,200}$/;
  *   copy of every message). `#` cannot occur in a destination or subscription name, so keys never clash.
  */
 export function resolveTarget(destination: string): Target {
-  if (typeof destination !== "string") {
-    throw invalidInput(
-      "invalid_destination",
-      `destination must be a string like "/queue/orders", got ${typeof destination}`,
-    );
-  }
-  const parsed = parseDestination(destination);
-  if ("error" in parsed) throw invalidInput("invalid_destination", parsed.error);
+  const parsed = checkDestination(PROVIDER_NAME, destination);
   return { kind: parsed.kind, name: parsed.name, destination: destination as Destination };
 }
 

@@ -1,5 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import {
+  createLifecycle,
   type DurabilityCounters,
   emptyDurabilityCounters,
   type Logger,
@@ -16,7 +17,7 @@ import { createAdmin } from "./admin.js";
 import { Broker } from "./broker.js";
 import { classifyError } from "./classify-error.js";
 import { type EmbeddedConfig, type EmbeddedConfigInput, parseEmbeddedConfig } from "./config.js";
-import { closedError, invalidInput, notConnectedError, PROVIDER_NAME } from "./errors.js";
+import { invalidInput, PROVIDER_NAME } from "./errors.js";
 import { FileJournal } from "./file-journal.js";
 import { memoryJournal } from "./journal.js";
 import { acquireLock, type CorruptTail, type RecoveredState, recoverLog } from "./log-store.js";
@@ -110,17 +111,15 @@ export function createEmbeddedProvider(
 ): EmbeddedProvider {
   const config = parseEmbeddedConfig(input);
   const logger = options.logger ?? silentLogger;
-  let state: "new" | "connecting" | "open" | "closed" = "new";
+  const lifecycle = createLifecycle(PROVIDER_NAME, "createEmbeddedProvider()");
   let broker: Broker | undefined;
   let journal: FileJournal | undefined;
   let releaseLock: (() => Promise<void>) | undefined;
-  let connecting: Promise<void> | undefined;
-  let closing: Promise<void> | undefined;
   let recovered: RecoveredState | undefined;
 
   const use = (operation: string): Broker => {
-    if (state === "closed") throw closedError(operation);
-    if (state !== "open" || broker === undefined) throw notConnectedError(operation);
+    lifecycle.assertOpen(operation);
+    if (broker === undefined) throw lifecycle.notConnectedError(operation);
     return broker;
   };
 
@@ -163,7 +162,6 @@ export function createEmbeddedProvider(
       }
     }
     broker = b;
-    if (state === "connecting") state = "open";
   }
 
   const provider: EmbeddedProvider = {
@@ -173,34 +171,21 @@ export function createEmbeddedProvider(
     admin: createAdmin(use),
 
     connect(): Promise<void> {
-      if (state === "closed") return Promise.reject(closedError("connect"));
-      if (connecting === undefined) {
-        state = "connecting";
-        connecting = open().catch((error: unknown) => {
-          state = "new";
-          connecting = undefined;
-          throw error;
-        });
-      }
-      return connecting;
+      return lifecycle.connect(open);
     },
 
     close(): Promise<void> {
-      closing ??= (async () => {
-        const pending = connecting;
-        state = "closed";
-        if (pending !== undefined) await pending.catch(() => undefined);
+      return lifecycle.close(async () => {
         broker?.close();
         await journal?.close();
         await releaseLock?.();
-      })();
-      return closing;
+      });
     },
 
     async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
       const b = use("publish");
       const target = resolveTarget(destination);
-      const prepared = prepareMessage(message, config.maxMessageBytes, Date.now());
+      const prepared = prepareMessage(target.destination, message, config.maxMessageBytes, Date.now());
       const durable = b.publish(target, prepared);
       if (durable !== undefined) await durable;
       return { id: prepared.id };
@@ -229,7 +214,7 @@ export function createEmbeddedProvider(
         if (sub.created) await b.journal.subscribe(sub.queue.key);
         queue = sub.queue;
       }
-      if (state === "closed") throw closedError("subscribe");
+      if (lifecycle.state === "closed") throw lifecycle.closedError("subscribe");
       const consumer = b.attach(queue, target.destination, handler, options);
       return {
         destination: target.destination,

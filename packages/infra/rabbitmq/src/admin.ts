@@ -2,6 +2,8 @@ import {
   type DeadLetter,
   type DeadLetterPage,
   type DeadLetterSource,
+  type DeleteDestinationOptions,
+  type DeleteDestinationResult,
   type DestinationInfo,
   type DestinationStats,
   Headers,
@@ -12,6 +14,7 @@ import type { ConfirmChannel, GetMessage, Message } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager } from "./connection-manager.js";
+import { deleteRabbitMqDestination } from "./delete-destination.js";
 import { decodeMessage, publishOptions, stringHeaders } from "./envelope-codec.js";
 import { amqpCopyOf, redrivenHeaders } from "./failure-router.js";
 import { deadLetterQueueName, resolveDestination, topicSubscriptionQueue } from "./naming.js";
@@ -226,6 +229,26 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     const resolved = this.resolve(source);
     const found = await this.takeOne(resolved, messageId, "discarding", async () => {});
     return { discarded: found };
+  }
+
+  /**
+   * Deletes the queue (or subscription queue), its retry holding queues and its dead-letter queue
+   * when that is empty or `keepDeadLetters` is off. Serialised with the other dead-letter operations.
+   */
+  async deleteDestination(
+    source: DeadLetterSource,
+    options: DeleteDestinationOptions = {},
+  ): Promise<DeleteDestinationResult> {
+    const resolved = this.resolve(source);
+    return this.exclusive(resolved.deadLetterQueue, () =>
+      deleteRabbitMqDestination(
+        this.deps.topology,
+        this.deps.config,
+        resolved,
+        this.deps.inFlight(resolved.sourceQueue),
+        options,
+      ),
+    );
   }
 
   /** Finds one dead letter by id, runs `before` on it and acks it; every other fetched message goes back. */

@@ -1,17 +1,11 @@
-import { isFactflowError, ProviderError, type ProviderErrorReason } from "@factflow/protocols";
+import {
+  errorText,
+  isFactflowError,
+  NETWORK_ERROR_CODES,
+  ProviderError,
+  type ProviderErrorReason,
+} from "@factflow/protocols";
 import { redactSecrets } from "./config.js";
-
-const NETWORK_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ECONNABORTED",
-  "EPIPE",
-  "ETIMEDOUT",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-]);
 
 /** AMQP reply codes (connection.close / channel.close) and what they mean for a caller. */
 const REPLY_CODES: Record<number, { reason: ProviderErrorReason; hint: string }> = {
@@ -47,16 +41,6 @@ const REPLY_CODES: Record<number, { reason: ProviderErrorReason; hint: string }>
   541: { reason: "connection", hint: "the broker hit an internal error and closed the connection" },
 };
 
-function textOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  if (typeof error === "string") return error;
-  try {
-    return JSON.stringify(error);
-  } catch {
-    return String(error);
-  }
-}
-
 function replyCodeOf(error: unknown, message: string): number | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === "number") return code;
@@ -70,8 +54,8 @@ function classify(error: unknown, message: string): { reason: ProviderErrorReaso
   // amqplib's own connect timeout is a bare `new Error("connect ETIMEDOUT")`, without a code.
   const textCode = /\b(E[A-Z]+)\b/.exec(message)?.[1];
   if (
-    (typeof errno === "string" && NETWORK_CODES.has(errno)) ||
-    (textCode !== undefined && NETWORK_CODES.has(textCode))
+    (typeof errno === "string" && NETWORK_ERROR_CODES.has(errno)) ||
+    (textCode !== undefined && NETWORK_ERROR_CODES.has(textCode))
   ) {
     return {
       reason: "connection",
@@ -131,7 +115,7 @@ function classify(error: unknown, message: string): { reason: ProviderErrorReaso
  */
 export function classifyAmqpError(error: unknown, operation: string, url?: string): ProviderError {
   if (isFactflowError(error) && error instanceof ProviderError) return error;
-  const raw = textOf(error);
+  const raw = errorText(error);
   const { reason, hint } = classify(error, raw);
   let message = `${operation} failed: ${hint} (${raw})`;
   if (url !== undefined) message = redactSecrets(message, url);
@@ -147,5 +131,5 @@ export function classifyAmqpError(error: unknown, operation: string, url?: strin
 
 /** The AMQP reply code of a channel/connection close error, when it has one (404, 406...). */
 export function amqpReplyCode(error: unknown): number | undefined {
-  return replyCodeOf(error, textOf(error));
+  return replyCodeOf(error, errorText(error));
 }

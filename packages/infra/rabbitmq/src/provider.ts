@@ -1,4 +1,5 @@
 import {
+  createLifecycle,
   type DestinationInfo,
   type DurabilityCounters,
   emptyDurabilityCounters,
@@ -66,7 +67,7 @@ export function createRabbitMqProvider(
 ): RabbitMqProvider {
   const config = parseRabbitMqConfig(input);
   const logger = (options.logger ?? silentLogger).child({ provider: "rabbitmq" });
-  let counters: DurabilityCounters = emptyDurabilityCounters();
+  const counters: DurabilityCounters = emptyDurabilityCounters();
   // Publishing gets a connection of its own: when RabbitMQ throttles a publishing connection
   // (credit flow, or `connection.blocked`), it stops reading from it, and acks sharing that socket
   // would wait behind the throttled publishes, stalling every consumer.
@@ -76,11 +77,10 @@ export function createRabbitMqProvider(
     logger,
   );
   const topology = new Topology(connection, config, logger);
-  const publisher = new Publisher(publishConnection, config, counters, logger);
+  const publisher = new Publisher(publishConnection, config, logger);
   const subscriptions = new Set<RabbitSubscription>();
   const known = new Map<string, { kind: "queue" | "topic"; subscriptions: Set<string> }>();
-  let state: "new" | "connected" | "closed" = "new";
-  let connecting: Promise<void> | undefined;
+  const lifecycle = createLifecycle("rabbitmq", "createRabbitMqProvider()");
 
   // Publishing resolves the same few destinations over and over; parse each once.
   const resolved = new Map<string, ReturnType<typeof resolveDestination>>();
@@ -106,17 +106,7 @@ export function createRabbitMqProvider(
     if (subscription !== undefined && kind === "topic") entry.subscriptions.add(subscription);
   };
 
-  const assertUsable = (what: string) => {
-    if (state === "closed") {
-      throw new ProviderError("rabbitmq", "closed", `${what}: the provider is closed; create a new provider`);
-    }
-    if (state === "new") {
-      throw new ProviderError("rabbitmq", "connection", `${what}: call connect() first`, {
-        code: "provider_not_connected",
-        retryable: false,
-      });
-    }
-  };
+  const assertUsable = (what: string) => lifecycle.assertOpen(what);
   const admin = new RabbitMqAdmin({
     assertUsable,
     config,
@@ -185,36 +175,26 @@ export function createRabbitMqProvider(
     capabilities: Object.freeze({ ...RABBITMQ_CAPABILITIES, maxMessageBytes: config.maxMessageBytes }),
     admin,
 
-    async connect() {
-      if (state === "closed")
-        throw new ProviderError(
-          "rabbitmq",
-          "closed",
-          "connect: the provider is closed; create a new provider",
-        );
-      if (state === "connected") return;
-      connecting ??= Promise.all([connection.connect(), publishConnection.connect()]).then(
-        () => {
-          counters = Object.assign(counters, emptyDurabilityCounters());
-          state = "connected";
-        },
-        async (error: unknown) => {
-          connecting = undefined;
+    connect() {
+      return lifecycle.connect(async () => {
+        try {
+          await Promise.all([connection.connect(), publishConnection.connect()]);
+        } catch (error) {
           // Do not leave one of the two connections open when the other failed; connect() may be retried.
           await Promise.allSettled([connection.abandon(), publishConnection.abandon()]);
           throw error;
-        },
-      );
-      await connecting;
+        }
+        Object.assign(counters, emptyDurabilityCounters());
+      });
     },
 
-    async close() {
-      if (state === "closed") return;
-      state = "closed";
-      // Closing the connections cancels every consumer and requeues what is unacked, so channels are
-      // not closed one by one (each a round trip a stalled broker would never answer).
-      await Promise.allSettled([...subscriptions].map((s) => s.stop(true)));
-      await Promise.all([connection.close(), publishConnection.close()]);
+    close() {
+      return lifecycle.close(async () => {
+        // Closing the connections cancels every consumer and requeues what is unacked, so channels are
+        // not closed one by one (each a round trip a stalled broker would never answer).
+        await Promise.allSettled([...subscriptions].map((s) => s.stop(true)));
+        await Promise.all([connection.close(), publishConnection.close()]);
+      });
     },
 
     async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
@@ -223,6 +203,8 @@ export function createRabbitMqProvider(
       const encoded = encodeMessage(destination, message, config.maxMessageBytes);
       const delay = message.delayMs ?? 0;
       remember(destination, target.kind);
+      // Counted once per caller publish; retry and dead-letter copies are counted as retried/deadLettered.
+      counters.published += 1;
       if (target.kind === "queue") {
         if (!topology.hasQueue(target.queue)) await topology.ensureQueue(target.queue, destination);
         try {
@@ -234,6 +216,7 @@ export function createRabbitMqProvider(
             topology.forgetQueue(target.queue);
           throw error;
         }
+        counters.confirmed += 1;
         return { id: encoded.id };
       }
       await topology.declareExchange(target.exchange, destination);
@@ -253,6 +236,7 @@ export function createRabbitMqProvider(
         }
         await sendTo(target.exchange, target.exchange, delay, destination, encoded);
       }
+      counters.confirmed += 1;
       return { id: encoded.id };
     },
 

@@ -1,4 +1,4 @@
-import { type DurabilityCounters, type Logger, ProviderError } from "@factflow/protocols";
+import { type Logger, ProviderError } from "@factflow/protocols";
 import type { ConfirmChannel, Message } from "amqplib";
 import { amqpReplyCode, classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
@@ -47,7 +47,6 @@ export class Publisher {
   constructor(
     private readonly connection: ConnectionManager,
     private readonly config: RabbitMqConfig,
-    private readonly counters: DurabilityCounters,
     private readonly logger: Logger,
   ) {}
 
@@ -55,7 +54,6 @@ export class Publisher {
   async publish(target: PublishTarget, encoded: EncodedMessage): Promise<void> {
     const deadline = Date.now() + this.config.publishTimeoutMs;
     const what = `publish to "${target.describe}"`;
-    this.counters.published += 1;
     let backoffMs = 25;
     const pause = async () => {
       // A connection that died but is not yet noticed fails fast; do not spin on it.
@@ -84,7 +82,6 @@ export class Publisher {
       }
       try {
         await this.sendOnce(pc, target, encoded, deadline, what);
-        this.counters.confirmed += 1;
         return;
       } catch (error) {
         if (this.canRetry(error, deadline)) {

@@ -9,6 +9,7 @@ export const GROUPS = [
   "incomplete",
   "topic-failure",
   "dead-letters",
+  "cleanup",
   "stats",
   "ordering: fifo",
   "ordering: message groups",

@@ -1,5 +1,6 @@
 import { afterAll, describe, it } from "vitest";
 import { registerBadInput } from "./groups/bad-input.js";
+import { registerCleanup } from "./groups/cleanup.js";
 import { registerDeadLetters } from "./groups/dead-letters.js";
 import { registerFaults } from "./groups/faults.js";
 import { registerIncomplete } from "./groups/incomplete.js";
@@ -100,6 +101,7 @@ function registerGroups(resolved: ResolvedOptions, report: SuiteReport): void {
   describe("incomplete handlers", () => registerIncomplete(env));
   describe("topic failure", () => registerTopicFailure(env));
   describe("dead letters", () => registerDeadLetters(env));
+  describe("cleanup", () => registerCleanup(env));
   describe("stats", () => registerStats(env));
   describe("ordering", () => registerOrdering(env));
   describe("bad input", () => registerBadInput(env));

@@ -3,7 +3,7 @@ import { expect } from "vitest";
 import { collectDeliveries } from "../collect-deliveries.js";
 import { defineTest, type SuiteEnv } from "../harness.js";
 import { waitFor } from "../wait-for.js";
-import { expectDlqDepth } from "./settlement.js";
+import { expectCounters, expectDlqDepth } from "./settlement.js";
 import { aborted } from "./util.js";
 
 const INCOMPLETE: { label: string; first: () => HandlerResult }[] = [
@@ -37,6 +37,16 @@ export function registerIncomplete(env: SuiteEnv): void {
         expect(recorder.count(id), "delivered once incomplete, then once more").toBe(2);
         expect(recorder.deliveries[1]!.body).toEqual(body);
         await expectDlqDepth(h, provider, queue, 0);
+        // Handed out again after an incomplete handler: a redelivery, not a retry.
+        expectCounters(provider, {
+          published: 1,
+          confirmed: 1,
+          acked: 1,
+          retried: 0,
+          deadLettered: 0,
+          redelivered: 1,
+          lost: 0,
+        });
       },
     });
   }

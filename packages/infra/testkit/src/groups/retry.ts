@@ -80,7 +80,17 @@ export function registerRetry(env: SuiteEnv): void {
         lastError: "conformance: transient failure",
       });
       await expectDlqDepth(h, provider, queue, 1);
-      expectCounters(provider, { retried: policy.maxAttempts - 1, deadLettered: 1, lost: 0 });
+      // Retry and dead-letter copies count only as retried/deadLettered, never as published or acked.
+      expectCounters(provider, {
+        published: 1,
+        confirmed: 1,
+        acked: 0,
+        retried: policy.maxAttempts - 1,
+        deadLettered: 1,
+        redelivered: 0,
+        superseded: 0,
+        lost: 0,
+      });
     },
   });
 
@@ -100,6 +110,16 @@ export function registerRetry(env: SuiteEnv): void {
       await h.quiet(policy.initialDelayMs);
       expect(recorder.deliveries.map((d) => d.attempt)).toEqual([1, 2]);
       await expectDlqDepth(h, provider, queue, 0);
+      expectCounters(provider, {
+        published: 1,
+        confirmed: 1,
+        acked: 1,
+        retried: 1,
+        deadLettered: 0,
+        redelivered: 0,
+        superseded: 0,
+        lost: 0,
+      });
     },
   });
 }

@@ -36,6 +36,8 @@ export function registerSettlement(env: SuiteEnv): void {
         acked: 5,
         retried: 0,
         deadLettered: 0,
+        redelivered: 0,
+        superseded: 0,
         lost: 0,
       });
     },
@@ -68,9 +70,18 @@ export function registerSettlement(env: SuiteEnv): void {
       });
       expect(letter!.message.headers["x-conformance"]).toBe("reject");
       await expectDlqDepth(h, provider, queue, 1);
-      // Only figures the contract defines exactly: providers differ in whether internal republishes count as
-      // published and whether settling the original counts as acked.
-      expectCounters(provider, { retried: 0, deadLettered: 1, lost: 0 });
+      // The dead-letter copy is counted only as deadLettered: not published, and settling the original
+      // behind it is not an ack.
+      expectCounters(provider, {
+        published: 1,
+        confirmed: 1,
+        acked: 0,
+        retried: 0,
+        deadLettered: 1,
+        redelivered: 0,
+        superseded: 0,
+        lost: 0,
+      });
     },
   });
 }
