@@ -17,9 +17,12 @@ Usage:
   factflow serve [--host H] [--port P]                          run the HTTP API
   factflow config list | show NAME | validate FILE | run NAME [--input JSON] [--wait]
   factflow executions list [--status S] [--config C] | show ID | watch ID | cancel ID | resume ID
+  factflow executions prune --older-than-days N                 delete executions finished > N days ago, with lineage
   factflow lineage EXECUTION [--message ID] [--route R] [--status S] [--kind message|adapter]
   factflow replay EXECUTION --from ROUTE [--message ID]... [--wait]
-  factflow dlq list [--queue Q [--execution ID]] | show --queue Q ID | redrive --queue Q [ID] | discard --queue Q ID
+  factflow dlq list [--queue Q [--execution ID]] | show --queue Q ID | redrive --queue Q [ID] [--force] | discard --queue Q ID
+                         redrive refuses queues of executions that are over (use factflow replay);
+                         --force redrives anyway
 
 Options:
   --json                 machine-readable output (every read command)
@@ -37,6 +40,8 @@ const OPTIONS = {
   json: { type: "boolean", default: false },
   help: { type: "boolean", short: "h", default: false },
   wait: { type: "boolean", default: false },
+  force: { type: "boolean", default: false },
+  "older-than-days": { type: "string" },
   server: { type: "string" },
   token: { type: "string" },
   settings: { type: "string" },

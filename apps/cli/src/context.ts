@@ -33,7 +33,9 @@ export interface Flags {
   offset?: string;
   host?: string;
   port?: string;
+  "older-than-days"?: string;
   wait: boolean;
+  force: boolean;
 }
 
 /** Everything a command needs. */
@@ -101,7 +103,12 @@ export async function openBackend(ctx: CliContext): Promise<Backend> {
     return { client: ApiClient.remote(server, token), close: async () => {} };
   }
   const settings = settingsOf(ctx);
-  const runtime = await composeRuntime(settings, { logger: cliLogger(ctx.output), progressIntervalMs: 250 });
+  // Short-lived: no retention schedule here (`factflow executions prune` runs it on demand).
+  const runtime = await composeRuntime(settings, {
+    logger: cliLogger(ctx.output),
+    progressIntervalMs: 250,
+    scheduleRetention: false,
+  });
   const app = createApp(runtime);
   const client = new ApiClient(async (path, init) => app.request(path, init), settings.api_token);
   return { client, runtime, close: () => runtime.close() };

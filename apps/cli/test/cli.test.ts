@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseSse } from "../src/api-client.js";
 import { main } from "../src/cli.js";
@@ -49,6 +52,31 @@ describe("argument handling", () => {
     expect(code).toBe(1);
     expect(output.stderr.join("\n")).toContain("cannot reach the Factflow server at http://127.0.0.1:9");
   });
+});
+
+describe("config validate (in process)", () => {
+  it("exits 0 on a valid file and 1 with one line per problem on an invalid one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "factflow-cli-validate-"));
+    const env = { FACTFLOW_DATA_DIR: join(dir, "data") };
+    try {
+      const pipeline = new URL("../../../examples/docs-ingest/pipeline.yaml", import.meta.url).pathname;
+      const good = capture();
+      expect(await main(["config", "validate", pipeline], { output: good, env, cwd: dir })).toBe(0);
+      expect(good.stdout.join("\n")).toContain("pipeline.yaml: valid");
+      const bad = join(dir, "bad.yaml");
+      writeFileSync(
+        bad,
+        "name: bad\ninit: { route: nowhere }\nroutes:\n  a:\n    inbound: { queue: a.in }\n    adapters:\n      - type: no-such-adapter\n",
+      );
+      const invalid = capture();
+      expect(await main(["config", "validate", "bad.yaml"], { output: invalid, env, cwd: dir })).toBe(1);
+      const lines = invalid.stdout.filter((l) => l.startsWith("bad.yaml"));
+      expect(lines.length).toBeGreaterThanOrEqual(2);
+      expect(lines.join("\n")).toContain("no-such-adapter");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
 
 describe("parseSse", () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { silentLogger } from "@factflow/protocols";
@@ -83,22 +83,90 @@ describe("remote commands (--server)", { timeout: 90_000 }, () => {
       letter.message_id,
     );
     expect(show.stdout).toContain("simulated outage");
-    const redrive = await factflow(
-      "dlq",
-      "redrive",
-      "--execution",
-      id,
-      "--queue",
-      "docs.sections",
-      letter.message_id,
-    );
+    const args = ["dlq", "redrive", "--execution", id, "--queue", "docs.sections", letter.message_id];
+    // The execution is over: the server refuses, and the message says what to do instead.
+    const refused = await factflow(...args);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("execution_not_running");
+    expect(refused.stderr).toContain(`factflow replay ${id}`);
+    const all = await factflow("dlq", "redrive", "--execution", id, "--queue", "docs.sections");
+    expect(all.code).toBe(1);
+    expect(all.stderr).toContain("execution_not_running");
+    const redrive = await factflow(...args, "--force");
+    expect(redrive.code).toBe(0);
     expect(redrive.stdout).toBe("redriven: true");
+  });
+
+  it("discards a dead letter", async () => {
+    // A dead letter on a queue of its own, made through the server's real provider.
+    const queue = `fftest-cli-discard-${Math.random().toString(36).slice(2, 8)}`;
+    const destination = `/queue/${queue}`;
+    const { provider } = server.runtime;
+    const sub = await provider.subscribe(destination, () => "REJECTED", { subscription: "cli-discard" });
+    try {
+      await provider.publish(destination, { body: { n: 1 } });
+      let messageId = "";
+      const deadline = Date.now() + 20_000;
+      while (messageId === "" && Date.now() < deadline) {
+        const list = await factflow("dlq", "list", "--queue", queue, "--json");
+        messageId = (JSON.parse(list.stdout).items[0]?.message_id as string | undefined) ?? "";
+        if (messageId === "") await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(messageId).not.toBe("");
+      const discard = await factflow("dlq", "discard", "--queue", queue, messageId);
+      expect(discard.code).toBe(0);
+      expect(discard.stdout).toBe(`discarded ${messageId}`);
+      const after = await factflow("dlq", "list", "--queue", queue, "--json");
+      expect(JSON.parse(after.stdout).total).toBe(0);
+      const again = await factflow("dlq", "discard", "--queue", queue, messageId);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain("not_found");
+      const noId = await factflow("dlq", "discard", "--queue", queue);
+      expect(noId.code).toBe(2);
+    } finally {
+      await sub.unsubscribe();
+      await provider.admin.deleteDestination({ destination }, { keepDeadLetters: false });
+    }
+  });
+
+  it("validates a config file: exit 0 when valid, 1 with every problem when not", async () => {
+    const good = await factflow("config", "validate", join(EXAMPLE_DIR, "pipeline.yaml"));
+    expect(good.code).toBe(0);
+    expect(good.stdout).toContain(": valid");
+    const badFile = join(dir, "bad.yaml");
+    writeFileSync(
+      badFile,
+      "name: bad\ninit: { route: nowhere }\nroutes:\n  a:\n    inbound: { queue: a.in }\n    adapters:\n      - type: no-such-adapter\n",
+    );
+    const bad = await factflow("config", "validate", badFile, "--json");
+    expect(bad.code).toBe(1);
+    const result = JSON.parse(bad.stdout) as { valid: boolean; issues: { path: string }[] };
+    expect(result.valid).toBe(false);
+    expect(result.issues.length).toBeGreaterThanOrEqual(2);
+    const missing = await factflow("config", "validate", join(dir, "absent.yaml"));
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("cannot read");
   });
 
   it("replays a segment and waits for it", async () => {
     const replay = await factflow("replay", id, "--from", "batch", "--wait");
     expect(replay.code).toBe(0);
     expect(replay.stdout).toMatch(/replay of +\S+ from route batch/);
+  });
+
+  it("prunes finished executions with their lineage", async () => {
+    const bad = await factflow("executions", "prune", "--older-than-days", "-3");
+    expect(bad.code).toBe(2);
+    const none = await factflow("executions", "prune");
+    expect(none.code).toBe(2);
+    const young = await factflow("executions", "prune", "--older-than-days", "1", "--json");
+    expect(young.code).toBe(0);
+    expect(JSON.parse(young.stdout)).toMatchObject({ older_than_days: 1, deleted: 0 });
+    const all = await factflow("executions", "prune", "--older-than-days", "0");
+    expect(all.code).toBe(0);
+    expect(all.stdout).toMatch(/^deleted [2-9]\d* finished executions/);
+    const gone = await factflow("executions", "show", id);
+    expect(gone.code).toBe(1);
   });
 
   it("fails clearly without the token", async () => {

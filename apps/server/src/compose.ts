@@ -5,7 +5,9 @@ import { openLineageDatabase } from "@factflow/lineage";
 import type {
   AdapterDefinition,
   ExecutionRecord,
+  ExecutionStoreProtocol,
   Logger,
+  NewExecution,
   PipelineConfig,
   QueueProtocol,
   StorageProtocol,
@@ -16,6 +18,7 @@ import { meterProvider } from "./metered-provider.js";
 import { FactflowMetrics } from "./metrics.js";
 import { createProvider } from "./provider-factory.js";
 import { QueueJanitor } from "./queue-janitor.js";
+import { RetentionJob } from "./retention.js";
 import type { EngineFacade, FactflowRuntime } from "./runtime.js";
 import type { Settings } from "./settings.js";
 
@@ -27,6 +30,15 @@ export interface ComposeOptions {
   readonly progressIntervalMs?: number;
   /** Storage to use instead of the file storage under `storage_root`. */
   readonly storage?: StorageProtocol;
+  /**
+   * Run the retention schedule when `retention_days` > 0. The CLI's short-lived in-process runtime
+   * turns it off. @default true
+   */
+  readonly scheduleRetention?: boolean;
+  /** Time between scheduled retention runs. @default 3_600_000 */
+  readonly retentionIntervalMs?: number;
+  /** Delay of the first scheduled retention run. @default 60_000 */
+  readonly retentionInitialDelayMs?: number;
 }
 
 /** Maps `/queue/<execution>/<queue>` to route labels, from the snapshots of executions started here. */
@@ -46,6 +58,28 @@ class RouteIndex {
     const [, executionId = "", queue = ""] = match;
     return { route: this.byExecution.get(executionId)?.get(queue) ?? queue, queue };
   };
+}
+
+/**
+ * The execution store the engine writes through, registering each new execution's routes in the
+ * index as soon as its row exists: the engine publishes the first message right after, before
+ * `create` returns, and that message's metrics must already carry its route label.
+ */
+function indexRoutesOnCreate(store: ExecutionStoreProtocol, routes: RouteIndex): ExecutionStoreProtocol {
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === "createExecution") {
+        return async (execution: NewExecution) => {
+          const record = await target.createExecution(execution);
+          routes.add(record.id, record.configSnapshot);
+          return record;
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      // Bound, so class methods keep their private fields.
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 /**
@@ -73,7 +107,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     const engine: Engine = createEngine({
       queue: provider,
       lineage: db.lineage,
-      executions: db.executions,
+      executions: indexRoutesOnCreate(db.executions, routes),
       storage,
       adapters: [...builtinAdapters, ...(options.adapters ?? [])],
       logger,
@@ -132,6 +166,18 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     // Deletes each ended execution's scoped queues (ifEmpty, dead letters kept) so they do not pile up.
     const janitor = new QueueJanitor({ provider: rawProvider, logger, metrics });
 
+    const retention = new RetentionJob({
+      executions: db.executions,
+      logger,
+      metrics,
+      retentionDays: settings.retention_days,
+      ...(options.retentionIntervalMs === undefined ? {} : { intervalMs: options.retentionIntervalMs }),
+      ...(options.retentionInitialDelayMs === undefined
+        ? {}
+        : { initialDelayMs: options.retentionInitialDelayMs }),
+    });
+    if (options.scheduleRetention !== false) retention.start();
+
     const observeEnd = (record: ExecutionRecord) => {
       routes.add(record.id, record.configSnapshot);
       metrics.executionsRunning.add({}, 1);
@@ -173,7 +219,12 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         await engine.service.cancel(id);
         return engine.service.get(id);
       },
-      resume: async (id) => observeEnd(await engine.service.resume(id)),
+      resume: async (id) => {
+        // Its queues still hold messages, handled as soon as it resumes: label them by route first.
+        const existing = await db.executions.getExecution(id);
+        if (existing !== undefined) routes.add(id, existing.configSnapshot);
+        return observeEnd(await engine.service.resume(id));
+      },
       replay: async (id, request) => observeEnd(await engine.service.replay(id, request)),
       async *events(id, { afterId, signal }) {
         for await (const event of engine.service.events(id, { afterId, signal })) {
@@ -199,6 +250,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       configs,
       metrics,
       engine: facade,
+      retention,
       parseConfig,
       close() {
         closing ??= (async () => {
@@ -206,6 +258,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
             .shutdown()
             .catch((error: Error) => logger.error("engine shutdown failed", { error: error.message }));
           await janitor.stop();
+          await retention.stop();
           for (const close of closers) {
             await close().catch((error: Error) => logger.error("close failed", { error: error.message }));
           }

@@ -1,4 +1,4 @@
-import { ConfigError, type FactflowError, isFactflowError, ProviderError } from "@factflow/protocols";
+import { ConfigError, FactflowError, isFactflowError, ProviderError } from "@factflow/protocols";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -21,6 +21,22 @@ export class HttpProblem extends Error {
   }
 }
 
+/**
+ * A dead-letter redrive refused because the execution that owns the queue is over: nothing consumes
+ * its queues any more, so redriven messages would sit there unprocessed. Answered as 409
+ * `execution_not_running`. (Not a `FactflowError`: its code is not in the protocols' code list.)
+ */
+export class ExecutionNotRunningError extends FactflowError {
+  override readonly name: string = "ExecutionNotRunningError";
+  constructor(
+    readonly executionId: string,
+    readonly status: string,
+    message: string,
+  ) {
+    super("execution_not_running", message);
+  }
+}
+
 /** HTTP status of each Factflow error code. Unlisted codes are server faults (500). */
 const STATUS_BY_CODE: Partial<Record<FactflowError["code"], ContentfulStatusCode>> = {
   config_invalid: 422,
@@ -35,6 +51,7 @@ const STATUS_BY_CODE: Partial<Record<FactflowError["code"], ContentfulStatusCode
   not_found: 404,
   too_many_executions: 429,
   cancelled: 409,
+  execution_not_running: 409,
   provider_closed: 503,
   provider_not_connected: 503,
 };

@@ -24,8 +24,18 @@ const obj = (properties: Record<string, unknown>, required: string[] = []) => ({
 });
 const str = { type: "string" };
 const int = { type: "integer" };
-const source = obj({ destination: str, subscription: str }, ["destination"]);
 const oneLetter = obj({ destination: str, subscription: str, message_id: str }, [
+  "destination",
+  "message_id",
+]);
+
+const force = {
+  type: "boolean",
+  description:
+    "Redrive even though the execution owning the queue is not running (nothing will consume it unless you do)",
+};
+const redrive = obj({ destination: str, subscription: str, force }, ["destination"]);
+const redriveOne = obj({ destination: str, subscription: str, message_id: str, force }, [
   "destination",
   "message_id",
 ]);
@@ -48,6 +58,14 @@ export const OPERATIONS: readonly Operation[] = [
     summary:
       "Publish + consume round trip on a scratch copy of every route queue of every config (one line per route)",
     tag: "system",
+  },
+  {
+    method: "post",
+    path: "/api/v1/system/retention",
+    summary:
+      "Delete finished executions (with their lineage) that finished more than older_than_days days ago; running ones are kept. The same job FACTFLOW_RETENTION_DAYS runs hourly",
+    tag: "system",
+    body: obj({ older_than_days: { type: "number", minimum: 0 } }, ["older_than_days"]),
   },
   {
     method: "get",
@@ -144,6 +162,13 @@ export const OPERATIONS: readonly Operation[] = [
   { method: "get", path: "/api/v1/queues", summary: "Queues and topics of the provider", tag: "queues" },
   {
     method: "get",
+    path: "/api/v1/queues/counters",
+    summary:
+      "Durability counters since start: the provider's (published, confirmed, acked, retried, deadLettered, redelivered, superseded, lost) and lineage's (written, retriedWrites, lost, queued)",
+    tag: "queues",
+  },
+  {
+    method: "get",
     path: "/api/v1/queues/stats",
     summary: "Depth, consumers, in flight, DLQ depth",
     tag: "queues",
@@ -159,16 +184,18 @@ export const OPERATIONS: readonly Operation[] = [
   {
     method: "post",
     path: "/api/v1/queues/dlq/redrive",
-    summary: "Redrive every dead letter",
+    summary:
+      "Redrive every dead letter. 409 execution_not_running when the queue's execution (/queue/<execution_id>/...) is over: use POST /executions/{id}/replay, or force: true",
     tag: "queues",
-    body: source,
+    body: redrive,
   },
   {
     method: "post",
     path: "/api/v1/queues/dlq/redrive-one",
-    summary: "Redrive one dead letter",
+    summary:
+      "Redrive one dead letter. 409 execution_not_running when the queue's execution is over (see redrive)",
     tag: "queues",
-    body: oneLetter,
+    body: redriveOne,
   },
   {
     method: "post",

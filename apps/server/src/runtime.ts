@@ -9,6 +9,7 @@ import type {
 } from "@factflow/protocols";
 import type { ConfigCatalog } from "./config-catalog.js";
 import type { FactflowMetrics } from "./metrics.js";
+import type { RetentionJob } from "./retention.js";
 import type { Settings } from "./settings.js";
 
 /** One event of an execution's stream (SSE). Ids increase per execution. */
@@ -54,6 +55,8 @@ export interface FactflowRuntime {
   readonly configs: ConfigCatalog;
   readonly metrics: FactflowMetrics;
   readonly engine: EngineFacade;
+  /** Deletes old finished executions with their lineage (scheduled when `retention_days` > 0). */
+  readonly retention: RetentionJob;
   /** Validates YAML (schema, adapters, `adapter_modules`) as the engine will run it. */
   parseConfig(source: string, path: string): Promise<PipelineConfig>;
   /** Stops executions, then closes provider and database. Idempotent. */

@@ -56,6 +56,11 @@ export const SettingsSchema = v.pipe(
     api_token: v.optional(v.pipe(v.string(), v.minLength(8, "must be at least 8 characters"))),
     /** Largest accepted request body, in bytes. @default 1048576 */
     body_limit_bytes: v.optional(intFrom(1024, 100 * 1024 * 1024), 1024 * 1024),
+    /**
+     * Finished executions older than this many days are deleted with their lineage by an hourly
+     * job. @default 0 (keep forever)
+     */
+    retention_days: v.optional(intFrom(0, 36_500), 0),
   }),
   v.forward(
     v.check(
@@ -106,6 +111,7 @@ const KEYS = [
   "port",
   "api_token",
   "body_limit_bytes",
+  "retention_days",
 ] as const;
 
 const SECRET_KEYS = new Set<string>(["api_token", "artemis_password"]);

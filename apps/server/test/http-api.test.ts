@@ -222,10 +222,28 @@ describe("executions", () => {
     const queues = await call(base, "GET", "/api/v1/queues");
     expect(queues.body.items.some((d: { destination: string }) => d.destination === destination)).toBe(true);
 
-    const one = await call(base, "POST", "/api/v1/queues/dlq/redrive-one", {
+    // The execution is over: redriving into its queues would strand the messages, so it is refused
+    // with a pointer to replay, unless forced.
+    const refusedOne = await call(base, "POST", "/api/v1/queues/dlq/redrive-one", {
       destination,
       message_id: letter.message_id,
     });
+    expect(refusedOne.status).toBe(409);
+    expect(refusedOne.body.error.code).toBe("execution_not_running");
+    expect(refusedOne.body.error.message).toContain(`/executions/${id}/replay`);
+    expect(refusedOne.body.error.message).toContain("force");
+    const refusedAll = await call(base, "POST", "/api/v1/queues/dlq/redrive", { destination });
+    expect(refusedAll.status).toBe(409);
+    expect(refusedAll.body.error.code).toBe("execution_not_running");
+    const stillThere = await call(base, "GET", `/api/v1/queues/stats?${q}`);
+    expect(stillThere.body).toMatchObject({ depth: 0, dlq_depth: 1 });
+
+    const one = await call(base, "POST", "/api/v1/queues/dlq/redrive-one", {
+      destination,
+      message_id: letter.message_id,
+      force: true,
+    });
+    expect(one.status).toBe(200);
     expect(one.body.redriven).toBe(true);
     const stats = await call(base, "GET", `/api/v1/queues/stats?${q}`);
     expect(stats.body).toMatchObject({ depth: 1, dlq_depth: 0 });
@@ -234,10 +252,75 @@ describe("executions", () => {
       message_id: letter.message_id,
     });
     expect(missing.status).toBe(404);
-    const redriveAll = await call(base, "POST", "/api/v1/queues/dlq/redrive", { destination });
+    const redriveAll = await call(base, "POST", "/api/v1/queues/dlq/redrive", { destination, force: true });
     expect(redriveAll.body.redriven).toBe(0);
     const badDestination = await call(base, "GET", "/api/v1/queues/dlq?destination=nope");
     expect(badDestination.status).toBe(400);
+  });
+
+  it("discards an existing dead letter, and redrives unscoped queues without force", async () => {
+    // A dead letter on a queue no execution owns, made through the real provider.
+    const destination = `/queue/fftest-discard-${Math.random().toString(36).slice(2, 8)}`;
+    const q = new URLSearchParams({ destination }).toString();
+    const { provider } = ctx.server.runtime;
+    const sub = await provider.subscribe(destination, () => "REJECTED", { subscription: "discard-test" });
+    try {
+      for (const n of [1, 2]) await provider.publish(destination, { body: { n } });
+      const page = await waitFor(
+        async () => {
+          const r = await call(base, "GET", `/api/v1/queues/dlq?${q}`);
+          return r.body.total === 2 ? r.body : undefined;
+        },
+        20_000,
+        "two dead letters",
+      );
+      const [first, second] = page.items as { message_id: string }[];
+      const discarded = await call(base, "POST", "/api/v1/queues/dlq/discard", {
+        destination,
+        message_id: first?.message_id,
+      });
+      expect(discarded.status).toBe(200);
+      expect(discarded.body).toEqual({ destination, message_id: first?.message_id, discarded: true });
+      const after = await call(base, "GET", `/api/v1/queues/dlq?${q}`);
+      expect(after.body.total).toBe(1);
+      expect(after.body.items[0].message_id).toBe(second?.message_id);
+      // Not owned by an execution: no refusal.
+      const redrive = await call(base, "POST", "/api/v1/queues/dlq/redrive-one", {
+        destination,
+        message_id: second?.message_id,
+      });
+      expect(redrive.status).toBe(200);
+      expect(redrive.body.redriven).toBe(true);
+    } finally {
+      await sub.unsubscribe();
+      await provider.admin.deleteDestination({ destination }, { keepDeadLetters: false });
+    }
+  });
+
+  it("redrives the queues of a running execution, and shows its handlers in flight", async () => {
+    const slow = await call(base, "POST", "/api/v1/executions", { config: "slow" });
+    expect(slow.status).toBe(201);
+    try {
+      await waitFor(
+        async () => {
+          const text = (await call(base, "GET", "/metrics")).text;
+          return /^factflow_messages_in_flight\{route="wait"\} 1$/m.test(text) ? true : undefined;
+        },
+        20_000,
+        "the slow handler in flight",
+      );
+      const redrive = await call(base, "POST", "/api/v1/queues/dlq/redrive", {
+        destination: `/queue/${slow.body.id}/slow.in`,
+      });
+      expect(redrive.status).toBe(200);
+      expect(redrive.body.redriven).toBe(0);
+    } finally {
+      await call(base, "POST", `/api/v1/executions/${slow.body.id}/cancel`);
+      await waitFor(async () => {
+        const r = await call(base, "GET", `/api/v1/executions/${slow.body.id}`);
+        return r.body.status === "running" ? undefined : true;
+      });
+    }
   });
 
   it("replays a segment as a new linked execution", async () => {
@@ -273,6 +356,24 @@ describe("executions", () => {
     expect(text).toMatch(/factflow_retries_total\{route="enrich"\} [1-9]/);
     expect(text).toMatch(/factflow_executions_total\{status="completed"\} [1-9]/);
     expect(text).toMatch(/factflow_execution_completion_seconds_count [1-9]/);
+    // Every handler of the example has finished; the gauge is back to 0 per route.
+    expect(text).toContain("# TYPE factflow_messages_in_flight gauge");
+    expect(text).toMatch(/^factflow_messages_in_flight\{route="enrich"\} 0$/m);
+    expect(text).toContain("# TYPE factflow_lineage_write_failures_total counter");
+    expect(text).toMatch(/^factflow_lineage_write_failures_total 0$/m);
+  });
+
+  it("serves the provider and lineage durability counters", async () => {
+    const counters = await call(base, "GET", "/api/v1/queues/counters");
+    expect(counters.status).toBe(200);
+    expect(counters.body.provider).toBe("embedded");
+    for (const key of ["published", "confirmed", "acked", "retried", "deadLettered", "lost"])
+      expect(typeof counters.body.durability[key]).toBe("number");
+    expect(counters.body.durability.published).toBeGreaterThan(0);
+    expect(counters.body.durability.deadLettered).toBeGreaterThan(0);
+    expect(counters.body.durability.lost).toBe(0);
+    expect(counters.body.lineage).toMatchObject({ lost: 0 });
+    expect(counters.body.lineage.written).toBeGreaterThan(0);
   });
 
   it("runs the MQ diagnostic on every route of every config", async () => {
@@ -281,5 +382,44 @@ describe("executions", () => {
     // docs-ingest has 5 routes, slow has 1.
     expect(result.body.lines).toHaveLength(6);
     expect(result.body.lines.every((l: string) => l.startsWith("ok"))).toBe(true);
+  });
+});
+
+// Last: it deletes the executions the tests above inspect.
+describe("retention", () => {
+  it("deletes finished executions with their lineage on demand, keeping running ones", async () => {
+    const noToken = await call(
+      base,
+      "POST",
+      "/api/v1/system/retention",
+      { older_than_days: 0 },
+      { auth: false },
+    );
+    expect(noToken.status).toBe(401);
+    const negative = await call(base, "POST", "/api/v1/system/retention", { older_than_days: -1 });
+    expect(negative.status).toBe(400);
+    expect((await call(base, "POST", "/api/v1/system/retention", {})).status).toBe(400);
+
+    const { items } = (await call(base, "GET", "/api/v1/executions?status=completed&limit=1")).body;
+    const oldId = items[0].id as string;
+    expect((await ctx.server.runtime.lineage.rows(oldId, { limit: 1 })).total).toBeGreaterThan(0);
+    const slow = await call(base, "POST", "/api/v1/executions", { config: "slow" });
+    expect(slow.status).toBe(201);
+    try {
+      const young = await call(base, "POST", "/api/v1/system/retention", { older_than_days: 1 });
+      expect(young.status).toBe(200);
+      expect(young.body).toMatchObject({ older_than_days: 1, deleted: 0, scheduled_retention_days: 0 });
+      const all = await call(base, "POST", "/api/v1/system/retention", { older_than_days: 0 });
+      expect(all.status).toBe(200);
+      expect(all.body.deleted).toBeGreaterThanOrEqual(3);
+      expect((await call(base, "GET", `/api/v1/executions/${oldId}`)).status).toBe(404);
+      expect((await ctx.server.runtime.lineage.rows(oldId, { limit: 1 })).total).toBe(0);
+      const running = await call(base, "GET", `/api/v1/executions/${slow.body.id}`);
+      expect(running.body.status).toBe("running");
+      const text = (await call(base, "GET", "/metrics")).text;
+      expect(text).toMatch(/factflow_retention_runs_total\{outcome="ok",trigger="request"\} 2/);
+    } finally {
+      await call(base, "POST", `/api/v1/executions/${slow.body.id}/cancel`);
+    }
   });
 });

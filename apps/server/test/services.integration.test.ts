@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectPostgres } from "@factflow/lineage";
 import { silentLogger } from "@factflow/protocols";
@@ -12,7 +12,16 @@ import { call, EXAMPLE_DIR, readSse, SAMPLE_DOCS, sectionsInArtefacts } from "./
 // The server composed on the machine's real services: PostgreSQL with RabbitMQ, then with Artemis.
 const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const RABBITMQ_URL = process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672";
-const ARTEMIS_URL = process.env.ARTEMIS_URL ?? "stomp://127.0.0.1:61613";
+
+/** The URL `scripts/services/artemis.sh` recorded for the broker it started, if any. */
+function recordedArtemisUrl(): string | undefined {
+  const base = process.env.FACTFLOW_SERVICES_DIR ?? join(homedir(), ".cache", "factflow", "services");
+  const file = join(base, "artemis", "stomp.url");
+  return existsSync(file) ? readFileSync(file, "utf8").trim() || undefined : undefined;
+}
+
+// Resolved like the Artemis package's own tests (packages/infra/artemis/test/helpers.ts).
+const ARTEMIS_URL = process.env.ARTEMIS_STOMP_URL ?? recordedArtemisUrl() ?? "stomp://127.0.0.1:61613";
 const REQUIRE = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
 
 function probeTcp(url: string): Promise<string | undefined> {
@@ -127,10 +136,24 @@ describe.each(CASES)(
       const q = new URLSearchParams({ destination: `/queue/${id}/docs.sections` }).toString();
       const dlq = await call(server.url, "GET", `/api/v1/queues/dlq?${q}`);
       expect(dlq.body.total).toBe(1);
-      const redrive = await call(server.url, "POST", "/api/v1/queues/dlq/redrive", {
+      // The execution is over: a plain redrive is refused (nobody consumes its queues any more).
+      const refused = await call(server.url, "POST", "/api/v1/queues/dlq/redrive", {
         destination: `/queue/${id}/docs.sections`,
       });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error.code).toBe("execution_not_running");
+      const redrive = await call(server.url, "POST", "/api/v1/queues/dlq/redrive", {
+        destination: `/queue/${id}/docs.sections`,
+        force: true,
+      });
       expect(redrive.body.redriven).toBe(1);
+
+      const counters = await call(server.url, "GET", "/api/v1/queues/counters");
+      expect(counters.status).toBe(200);
+      expect(counters.body.provider).toBe(provider);
+      expect(counters.body.durability.confirmed).toBeGreaterThan(0);
+      expect(counters.body.durability.lost).toBe(0);
+      expect(counters.body.lineage.lost).toBe(0);
 
       const metrics = (await call(server.url, "GET", "/metrics")).text;
       expect(metrics).toMatch(counter);

@@ -16,6 +16,16 @@ function settingsError(fn: () => unknown): ConfigError {
 }
 
 describe("loadSettings", () => {
+  it("reads FACTFLOW_RETENTION_DAYS and rejects a negative or non-integer value", () => {
+    expect(loadSettings({ env: { FACTFLOW_RETENTION_DAYS: "30" }, cwd: "/srv" }).retention_days).toBe(30);
+    for (const bad of ["-1", "1.5", "soon"]) {
+      const error = settingsError(() => loadSettings({ env: { FACTFLOW_RETENTION_DAYS: bad }, cwd: "/srv" }));
+      expect(error.issues).toHaveLength(1);
+      expect(error.issues[0]?.path).toBe("retention_days");
+      expect(error.issues[0]?.message).toContain("FACTFLOW_RETENTION_DAYS");
+    }
+  });
+
   it("applies the documented defaults", () => {
     const s = loadSettings({ env: {}, cwd: "/srv/app" });
     expect(s).toMatchObject({
@@ -28,6 +38,7 @@ describe("loadSettings", () => {
       host: "127.0.0.1",
       port: 8000,
       body_limit_bytes: 1024 * 1024,
+      retention_days: 0,
     });
     expect(s.database_url).toBeUndefined();
     expect(s.api_token).toBeUndefined();

@@ -12,6 +12,7 @@ export type FactflowErrorCode =
   | "unknown_adapter"
   | "too_many_executions"
   | "execution_not_found"
+  | "execution_not_running"
   | "config_not_found"
   | "not_found"
   | "invalid_argument"

@@ -19,11 +19,15 @@ export function destinationOf(ctx: CliContext): string | undefined {
   return ctx.flags.execution === undefined ? `/queue/${queue}` : `/queue/${ctx.flags.execution}/${queue}`;
 }
 
-/** `factflow dlq list [--queue Q [--execution ID]] | show --queue Q ID | redrive --queue Q [ID] | discard --queue Q ID`. */
+/**
+ * `factflow dlq list [--queue Q [--execution ID]] | show --queue Q ID | redrive --queue Q [ID] [--force] | discard --queue Q ID`.
+ * The server refuses to redrive into the queue of an execution that is over (nothing consumes it);
+ * `factflow replay` re-runs its failures instead, and `--force` redrives anyway.
+ */
 export async function dlqCommand(ctx: CliContext, args: readonly string[]): Promise<number> {
   const [sub, messageId] = args;
   const usage =
-    "usage: factflow dlq list [--queue Q] | show --queue Q ID | redrive --queue Q [ID] | discard --queue Q ID (Q: /queue/... or a name with --execution ID)";
+    "usage: factflow dlq list [--queue Q] | show --queue Q ID | redrive --queue Q [ID] [--force] | discard --queue Q ID (Q: /queue/... or a name with --execution ID)";
   if (sub === undefined || !["list", "show", "redrive", "discard"].includes(sub)) throw new UsageError(usage);
   const destination = destinationOf(ctx);
   if (sub !== "list" && destination === undefined)
@@ -36,6 +40,7 @@ export async function dlqCommand(ctx: CliContext, args: readonly string[]): Prom
     destination,
     ...(ctx.flags.subscription === undefined ? {} : { subscription: ctx.flags.subscription }),
   };
+  const redrive = { ...source, ...(ctx.flags.force ? { force: true } : {}) };
   try {
     if (sub === "list" && destination === undefined) {
       // Every queue that holds dead letters.
@@ -102,9 +107,9 @@ export async function dlqCommand(ctx: CliContext, args: readonly string[]): Prom
     if (sub === "redrive") {
       const result =
         messageId === undefined
-          ? await client.post<{ redriven: number }>("/api/v1/queues/dlq/redrive", source)
+          ? await client.post<{ redriven: number }>("/api/v1/queues/dlq/redrive", redrive)
           : await client.post<{ redriven: boolean }>("/api/v1/queues/dlq/redrive-one", {
-              ...source,
+              ...redrive,
               message_id: messageId,
             });
       ctx.output.out(ctx.flags.json ? json(result) : `redriven: ${String(result.redriven)}`);

@@ -4,6 +4,7 @@ import { type CliContext, openBackend, UsageError } from "../context.js";
 import { json, table } from "../output.js";
 import { ProgressDisplay, type RouteProgress } from "../progress.js";
 import { routeOrder } from "../route-order.js";
+import { pruneExecutions } from "./executions-prune.js";
 
 type Execution = {
   id: string;
@@ -80,11 +81,14 @@ export function showExecution(ctx: CliContext, e: Execution): void {
   }
 }
 
-/** `factflow executions list|show|watch|cancel`. */
+/** `factflow executions list|show|watch|cancel|resume|prune`. */
 export async function executionsCommand(ctx: CliContext, args: readonly string[]): Promise<number> {
   const [sub, id] = args;
+  if (sub === "prune") return pruneExecutions(ctx);
   if (sub === undefined || !["list", "show", "watch", "cancel", "resume"].includes(sub)) {
-    throw new UsageError("usage: factflow executions list|show ID|watch ID|cancel ID|resume ID");
+    throw new UsageError(
+      "usage: factflow executions list|show ID|watch ID|cancel ID|resume ID|prune --older-than-days N",
+    );
   }
   if (sub !== "list" && id === undefined)
     throw new UsageError(`factflow executions ${sub} needs an execution id`);

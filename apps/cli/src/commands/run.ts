@@ -44,7 +44,12 @@ export async function runCommand(ctx: CliContext, args: readonly string[]): Prom
   const input = await parseInput(ctx.flags.input, ctx.cwd);
   const settings = settingsOf(ctx);
   const { output, flags } = ctx;
-  const runtime = await composeRuntime(settings, { logger: cliLogger(output), progressIntervalMs: 250 });
+  // One execution, then exit: no retention schedule (`factflow executions prune` runs it on demand).
+  const runtime = await composeRuntime(settings, {
+    logger: cliLogger(output),
+    progressIntervalMs: 250,
+    scheduleRetention: false,
+  });
   let interrupted = 0;
   let executionId: string | undefined;
   const onSigint = () => {

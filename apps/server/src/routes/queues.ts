@@ -3,6 +3,7 @@ import { FactflowError, parseDestination } from "@factflow/protocols";
 import { Hono } from "hono";
 import * as v from "valibot";
 import { PagingQuery, readJson, readQuery } from "../http-input.js";
+import { assertRedriveAllowed } from "../redrive-guard.js";
 import type { FactflowRuntime } from "../runtime.js";
 
 const destination = v.pipe(
@@ -15,8 +16,11 @@ const destination = v.pipe(
 const SourceFields = { destination, subscription: v.optional(v.pipe(v.string(), v.minLength(1))) };
 const SourceQuery = v.object(SourceFields);
 const BrowseQuery = v.object({ ...SourceFields, ...PagingQuery });
-const SourceBody = v.strictObject(SourceFields);
 const OneBody = v.strictObject({ ...SourceFields, message_id: v.pipe(v.string(), v.minLength(1)) });
+/** Redrives refuse queues of executions that are over unless `force` is true (see redrive-guard). */
+const force = v.optional(v.boolean(), false);
+const RedriveBody = v.strictObject({ ...SourceFields, force });
+const RedriveOneBody = v.strictObject({ ...SourceFields, message_id: OneBody.entries.message_id, force });
 const DeleteBody = v.strictObject({
   ...SourceFields,
   if_empty: v.optional(v.boolean(), false),
@@ -55,6 +59,16 @@ export function queueRoutes(rt: FactflowRuntime): Hono {
     return c.json({ provider: rt.provider.name, items });
   });
 
+  // Durability counters since connect: an operator compares published/confirmed/acked and checks
+  // that `lost` (provider) and `lost` (lineage) stay 0.
+  app.get("/queues/counters", (c) =>
+    c.json({
+      provider: rt.provider.name,
+      durability: rt.provider.counters(),
+      lineage: rt.lineage.counters(),
+    }),
+  );
+
   app.get("/queues/stats", async (c) => {
     const q = readQuery(c, SourceQuery);
     const stats = await admin().stats(sourceOf(q));
@@ -80,13 +94,15 @@ export function queueRoutes(rt: FactflowRuntime): Hono {
   });
 
   app.post("/queues/dlq/redrive", async (c) => {
-    const body = await readJson(c, SourceBody);
+    const body = await readJson(c, RedriveBody);
+    await assertRedriveAllowed(rt.executions, body.destination, body.force);
     const { redriven } = await admin().redriveAll(sourceOf(body));
     return c.json({ destination: body.destination, redriven });
   });
 
   app.post("/queues/dlq/redrive-one", async (c) => {
-    const body = await readJson(c, OneBody);
+    const body = await readJson(c, RedriveOneBody);
+    await assertRedriveAllowed(rt.executions, body.destination, body.force);
     const { redriven } = await admin().redriveOne(sourceOf(body), body.message_id);
     if (!redriven) throw missing(body.destination, body.message_id);
     return c.json({ destination: body.destination, message_id: body.message_id, redriven });

@@ -1,0 +1,43 @@
+import type { ExecutionStoreProtocol } from "@factflow/protocols";
+import { ExecutionNotRunningError } from "./http-errors.js";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The execution that owns a destination, from its scoped name `/queue/<execution_id>/<queue>` (how
+ * the engine scopes every route queue). Undefined for unscoped queues and for topics.
+ */
+export function executionOfDestination(destination: string): string | undefined {
+  const match = /^\/queue\/([^/]+)\/./.exec(destination);
+  const candidate = match?.[1];
+  return candidate !== undefined && UUID.test(candidate) ? candidate : undefined;
+}
+
+/**
+ * Refuses to redrive dead letters into the queue of an execution that is not running: its
+ * subscriptions are gone, so the messages would wait forever while the call reported success.
+ * Unscoped queues (not owned by an execution) are always allowed; `force` skips the check for an
+ * operator who will consume the queue by other means.
+ *
+ * @throws ExecutionNotRunningError (HTTP 409 `execution_not_running`)
+ */
+export async function assertRedriveAllowed(
+  executions: ExecutionStoreProtocol,
+  destination: string,
+  force: boolean,
+): Promise<void> {
+  if (force) return;
+  const executionId = executionOfDestination(destination);
+  if (executionId === undefined) return;
+  const record = await executions.getExecution(executionId);
+  if (record?.status === "running") return;
+  const state = record === undefined ? "unknown (never created here, or pruned)" : record.status;
+  throw new ExecutionNotRunningError(
+    executionId,
+    record?.status ?? "unknown",
+    `[factflow/server] execution ${executionId} is ${state}: nothing consumes ${destination} any more, ` +
+      `so redriven messages would never be processed. Re-run the failed messages with ` +
+      `POST /api/v1/executions/${executionId}/replay {"from_route": ...} (CLI: factflow replay ${executionId} --from ROUTE), ` +
+      `or pass "force": true (CLI: --force) to redrive anyway`,
+  );
+}
