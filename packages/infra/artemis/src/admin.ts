@@ -11,6 +11,16 @@ import {
   type QueueAdminProtocol,
 } from "@factflow/protocols";
 import type { IMessage } from "@stomp/stompjs";
+import {
+  BROKER_DEAD_LETTER_ADDRESS,
+  BROKER_DEAD_LETTER_ERROR,
+  BROKER_DEAD_LETTER_REASON,
+  type BrokerDeadLetterQueue,
+  brokerDeadLetterQueues,
+  countBrokerDeadLetters,
+  countMatching,
+  ORIGINAL_QUEUE_PROPERTY,
+} from "./broker-dead-letters.js";
 import type { ArtemisConfig } from "./config.js";
 import { deleteArtemisDestination } from "./delete-destination.js";
 import { DLQ_ID_HEADER, decodeMessage, sendHeaders } from "./envelope-codec.js";
@@ -44,9 +54,8 @@ function selectorFor(id: string): string {
   return `${DLQ_ID_HEADER} = '${id.replaceAll("'", "''")}'`;
 }
 
-function toNumber(value: unknown): number {
-  const n = Number(value);
-  return Number.isFinite(n) ? n : 0;
+function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
 }
 
 /**
@@ -56,6 +65,10 @@ function toNumber(value: unknown): number {
  * order (browse), and are moved or deleted by consuming with a selector on their id and
  * acknowledging only after the redriven copy has a RECEIPT. Admin operations of one provider run one
  * at a time.
+ *
+ * Dead letters include the ones the broker itself moved to `DLQ.<address>` after its redelivery bound
+ * (see `broker-dead-letters.ts`): counted in `dlqDepth`, listed after Factflow's own (reason
+ * `broker-redelivery-limit`), and redriven or discarded like them.
  */
 export class ArtemisAdmin implements QueueAdminProtocol {
   private tail: Promise<unknown> = Promise.resolve();
@@ -88,15 +101,17 @@ export class ArtemisAdmin implements QueueAdminProtocol {
 
   async stats(source: DeadLetterSource): Promise<DestinationStats> {
     this.deps.assertUsable("admin.stats");
-    const { target, queue, dlq } = this.resolve(source);
-    const [figures, dlqFigures] = await Promise.all([
+    const { target, queue, dlq, broker } = this.resolve(source);
+    const [figures, dlqFigures, brokerCounts] = await Promise.all([
       this.deps.management.queueFigures(queue),
       this.deps.management.queueFigures(dlq),
+      countBrokerDeadLetters(this.deps.management, broker),
     ]);
     const count = figures.messageCount;
     const delivering = figures.deliveringCount;
     const consumers = figures.consumerCount;
-    const dlqDepth = dlqFigures.messageCount;
+    // Dead letters the broker moved on its own count too: they are as recoverable as Factflow's.
+    const dlqDepth = dlqFigures.messageCount + sum(brokerCounts);
     // Artemis counts what sits in a consumer's window as delivering; deliveries no handler has
     // started yet are still waiting as far as Factflow is concerned.
     const inFlight = Math.max(0, delivering - this.deps.buffered(queue));
@@ -127,22 +142,28 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       );
     }
     return this.serial(async () => {
-      const { dlq } = this.resolve(source);
-      const total = (await this.deps.management.queueFigures(dlq)).messageCount;
-      const wanted = Math.min(total, offset + limit);
-      if (wanted <= offset) return { total, offset, items: [] };
+      const { dlq, broker } = this.resolve(source);
+      const [own, brokerCounts] = await Promise.all([
+        this.deps.management.queueFigures(dlq).then((f) => f.messageCount),
+        countBrokerDeadLetters(this.deps.management, broker),
+      ]);
+      const total = own + sum(brokerCounts);
+      const end = Math.min(total, offset + limit);
+      if (end <= offset) return { total, offset, items: [] };
       const seen: IMessage[] = [];
-      await consumeQueue(
-        this.deps.link,
-        this.deps.config.adminTimeoutMs,
-        dlq,
-        undefined,
-        wanted,
-        async (message) => {
-          seen.push(message);
-          return false;
-        },
-      );
+      const keep = async (message: IMessage) => {
+        seen.push(message);
+        return false;
+      };
+      const timeoutMs = this.deps.config.adminTimeoutMs;
+      // Factflow's own dead letters first, then the broker's, each in queue order.
+      if (Math.min(own, end) > 0)
+        await consumeQueue(this.deps.link, timeoutMs, dlq, undefined, Math.min(own, end), keep);
+      for (const [i, place] of broker.entries()) {
+        const wanted = Math.min(brokerCounts[i] ?? 0, end - seen.length);
+        if (wanted > 0)
+          await consumeQueue(this.deps.link, timeoutMs, place.subscribeTo, place.selector, wanted, keep);
+      }
       return { total, offset, items: seen.slice(offset, offset + limit).map(toDeadLetter) };
     });
   }
@@ -150,17 +171,25 @@ export class ArtemisAdmin implements QueueAdminProtocol {
   redriveAll(source: DeadLetterSource): Promise<{ redriven: number }> {
     this.deps.assertUsable("admin.redriveAll");
     return this.serial(async () => {
-      const { target, dlq } = this.resolve(source);
-      const total = (await this.deps.management.queueFigures(dlq)).messageCount;
-      if (total === 0) return { redriven: 0 };
-      const redriven = await consumeQueue(
-        this.deps.link,
-        this.deps.config.adminTimeoutMs,
-        dlq,
-        undefined,
-        total,
-        (message) => this.redrive(target, source, message),
-      );
+      const { target, dlq, broker } = this.resolve(source);
+      const own = (await this.deps.management.queueFigures(dlq)).messageCount;
+      const redrive = (message: IMessage) => this.redrive(target, source, message);
+      const timeoutMs = this.deps.config.adminTimeoutMs;
+      let redriven =
+        own === 0 ? 0 : await consumeQueue(this.deps.link, timeoutMs, dlq, undefined, own, redrive);
+      const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
+      for (const [i, place] of broker.entries()) {
+        const count = brokerCounts[i] ?? 0;
+        if (count > 0)
+          redriven += await consumeQueue(
+            this.deps.link,
+            timeoutMs,
+            place.subscribeTo,
+            place.selector,
+            count,
+            redrive,
+          );
+      }
       return { redriven };
     });
   }
@@ -168,34 +197,39 @@ export class ArtemisAdmin implements QueueAdminProtocol {
   redriveOne(source: DeadLetterSource, messageId: string): Promise<{ redriven: boolean }> {
     this.deps.assertUsable("admin.redriveOne");
     return this.serial(async () => {
-      const { target, dlq } = this.resolve(source);
-      if ((await this.countMatching(dlq, messageId)) === 0) return { redriven: false };
-      const moved = await consumeQueue(
-        this.deps.link,
-        this.deps.config.adminTimeoutMs,
-        dlq,
-        selectorFor(messageId),
-        1,
-        (message) => this.redrive(target, source, message),
-      );
-      return { redriven: moved > 0 };
+      const { target, dlq, broker } = this.resolve(source);
+      const redrive = (message: IMessage) => this.redrive(target, source, message);
+      if ((await countMatching(this.deps.management, dlq, selectorFor(messageId))) > 0) {
+        const moved = await consumeQueue(
+          this.deps.link,
+          this.deps.config.adminTimeoutMs,
+          dlq,
+          selectorFor(messageId),
+          1,
+          redrive,
+        );
+        return { redriven: moved > 0 };
+      }
+      return { redriven: await this.settleBrokerOne(broker, messageId, redrive) };
     });
   }
 
   discardOne(source: DeadLetterSource, messageId: string): Promise<{ discarded: boolean }> {
     this.deps.assertUsable("admin.discardOne");
     return this.serial(async () => {
-      const { dlq } = this.resolve(source);
-      if ((await this.countMatching(dlq, messageId)) === 0) return { discarded: false };
-      const removed = await consumeQueue(
-        this.deps.link,
-        this.deps.config.adminTimeoutMs,
-        dlq,
-        selectorFor(messageId),
-        1,
-        async () => true,
-      );
-      return { discarded: removed > 0 };
+      const { dlq, broker } = this.resolve(source);
+      if ((await countMatching(this.deps.management, dlq, selectorFor(messageId))) > 0) {
+        const removed = await consumeQueue(
+          this.deps.link,
+          this.deps.config.adminTimeoutMs,
+          dlq,
+          selectorFor(messageId),
+          1,
+          async () => true,
+        );
+        return { discarded: removed > 0 };
+      }
+      return { discarded: await this.settleBrokerOne(broker, messageId, async () => true) };
     });
   }
 
@@ -207,12 +241,21 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     this.deps.assertUsable("admin.destroy");
     const target = resolveDestination(destination);
     const names: string[] = [];
+    // The broker's own dead letters of this address (`DLQ.<address>`) go with it.
+    names.push(`${BROKER_DEAD_LETTER_ADDRESS}.${target.address}`);
     if (target.kind === "queue") names.push(target.address, deadLetterQueueName(target));
     else {
       const listed = await this.listDestinations();
       const topic = listed.find((d) => d.destination === target.destination);
       for (const subscription of topic?.subscriptions ?? [])
         names.push(consumedQueueName(target, subscription), deadLetterQueueName(target, subscription));
+    }
+    // ...and so do its entries in the broker's catch-all dead-letter queue.
+    try {
+      const filter = `_AMQ_ORIG_ADDRESS = '${target.address.replaceAll("'", "''")}'`;
+      await this.deps.management.invoke(`queue.${BROKER_DEAD_LETTER_ADDRESS}`, "removeMessages", [filter]);
+    } catch (error) {
+      if (!(error instanceof ResourceNotFound)) throw error;
     }
     for (const name of names) {
       try {
@@ -244,7 +287,12 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     });
   }
 
-  private resolve(source: DeadLetterSource): { target: ArtemisTarget; queue: string; dlq: string } {
+  private resolve(source: DeadLetterSource): {
+    target: ArtemisTarget;
+    queue: string;
+    dlq: string;
+    broker: readonly BrokerDeadLetterQueue[];
+  } {
     const target = resolveDestination(source.destination);
     if (target.kind === "topic") {
       if (source.subscription === undefined) {
@@ -258,22 +306,46 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       checkSubscriptionName(source.destination, source.subscription);
     }
     const subscription = source.subscription ?? "";
+    const queue = consumedQueueName(target, subscription);
     return {
       target,
-      queue: consumedQueueName(target, subscription),
+      queue,
       dlq: deadLetterQueueName(target, subscription),
+      broker: brokerDeadLetterQueues(target, queue),
     };
   }
 
-  private async countMatching(queue: string, messageId: string): Promise<number> {
-    try {
-      return toNumber(
-        await this.deps.management.invoke(`queue.${queue}`, "countMessages", [selectorFor(messageId)]),
+  /**
+   * Settles (redrives or discards) the one broker-side dead letter whose Factflow id is `messageId`.
+   * Those messages carry no selector-friendly id (the broker moved them as they were, and selectors
+   * cannot name `x-message-id`), so this source's entries are read in order and only the match is
+   * acknowledged; the others go back when the consumer closes, which does not count a delivery.
+   */
+  private async settleBrokerOne(
+    broker: readonly BrokerDeadLetterQueue[],
+    messageId: string,
+    settle: (message: IMessage) => Promise<boolean>,
+  ): Promise<boolean> {
+    const counts = await countBrokerDeadLetters(this.deps.management, broker);
+    for (const [i, place] of broker.entries()) {
+      const count = counts[i] ?? 0;
+      if (count === 0) continue;
+      let done = false;
+      const settled = await consumeQueue(
+        this.deps.link,
+        this.deps.config.adminTimeoutMs,
+        place.subscribeTo,
+        place.selector,
+        count,
+        async (message) => {
+          if (done || decodeMessage(message.headers, message.body).envelope.id !== messageId) return false;
+          done = await settle(message);
+          return done;
+        },
       );
-    } catch (error) {
-      if (error instanceof ResourceNotFound) return 0;
-      throw error;
+      if (settled > 0) return true;
     }
+    return false;
   }
 
   /** Republishes one dead letter to its source with a fresh budget; resolves true once it has a RECEIPT. */
@@ -312,11 +384,15 @@ export class ArtemisAdmin implements QueueAdminProtocol {
 function toDeadLetter(message: IMessage): DeadLetter {
   const { envelope } = decodeMessage(message.headers, message.body);
   const headers = envelope.headers;
+  // Moved by the broker's redelivery bound, not by Factflow: no Factflow reason header on it.
+  const byBroker =
+    headers[Headers.deadLetterReason] === undefined && message.headers[ORIGINAL_QUEUE_PROPERTY] !== undefined;
+  const lastError = byBroker ? BROKER_DEAD_LETTER_ERROR : headers[Headers.lastError];
   return {
     message: envelope,
-    reason: headers[Headers.deadLetterReason] ?? "unknown",
+    reason: headers[Headers.deadLetterReason] ?? (byBroker ? BROKER_DEAD_LETTER_REASON : "unknown"),
     attempts: Math.max(1, Number.parseInt(headers[Headers.deliveryAttempt] ?? "1", 10) || 1),
     deadLetteredAt: headers[Headers.deadLetteredAt] ?? envelope.publishedAt,
-    ...(headers[Headers.lastError] === undefined ? {} : { lastError: headers[Headers.lastError] }),
+    ...(lastError === undefined ? {} : { lastError }),
   };
 }

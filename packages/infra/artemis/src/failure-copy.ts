@@ -1,5 +1,6 @@
 import { Headers, type MessageEnvelope } from "@factflow/protocols";
 import { DLQ_ID_HEADER } from "./envelope-codec.js";
+import { isoTimestamp } from "./timestamp.js";
 
 /** Why a message is dead-lettered. */
 export type DeadLetterCause = "rejected" | "exhausted" | "incomplete" | "topic-failure";
@@ -35,7 +36,7 @@ export function deadLetterHeaders(
     ...message.headers,
     [Headers.deadLetterReason]: cause,
     [Headers.originalDestination]: origin.destination,
-    [Headers.deadLetteredAt]: new Date().toISOString(),
+    [Headers.deadLetteredAt]: isoTimestamp(),
     [DLQ_ID_HEADER]: message.id,
   };
   if (origin.subscription !== undefined) headers[Headers.originalSubscription] = origin.subscription;

@@ -22,4 +22,10 @@ export type { ArtemisProvider, ArtemisProviderOptions } from "./provider.js";
 export { ARTEMIS_CAPABILITIES, createArtemisProvider } from "./provider.js";
 export type { DeliveryTicket, SettlementChecks, SupersededBy } from "./settlement-guard.js";
 export { ALL_CHECKS, SettlementGuard } from "./settlement-guard.js";
-export { ArtemisSubscription } from "./subscription.js";
+export { ArtemisSubscription, subscribeHeaders } from "./subscription.js";
+export {
+  assertIsoTimestampHeader,
+  isoTimestamp,
+  isStrictIsoTimestamp,
+  SUBSCRIBED_AT_HEADER,
+} from "./timestamp.js";

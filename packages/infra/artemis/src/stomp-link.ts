@@ -178,7 +178,18 @@ export class StompLink {
       await settled;
       throw classifyArtemisError(error, what);
     }
-    await settled;
+    try {
+      await settled;
+    } catch (error) {
+      // No RECEIPT: the SUBSCRIBE may still reach the broker later (a stalled link). Withdraw it so
+      // no consumer nobody tracks can take (and hold) deliveries; best effort, no receipt.
+      try {
+        if (this.connected && this.generationValue === generation) subscription.unsubscribe();
+      } catch {
+        // The connection is gone: so is the consumer.
+      }
+      throw error;
+    }
     return {
       id: subscription.id,
       generation,

@@ -4,6 +4,7 @@ import {
   isSettlingStatus,
   type Logger,
   type MessageHandler,
+  ProviderError,
   type RetryPolicy,
   retryDelayMs,
   type Subscription,
@@ -20,6 +21,7 @@ import {
 } from "./naming.js";
 import type { DeliveryTicket, SettlementGuard } from "./settlement-guard.js";
 import type { LinkSubscription, StompLink } from "./stomp-link.js";
+import { assertIsoTimestampHeader, isoTimestamp, SUBSCRIBED_AT_HEADER } from "./timestamp.js";
 
 /** What a subscription needs from its provider. */
 export interface SubscriptionDeps {
@@ -57,6 +59,25 @@ interface Pending {
   readonly subscriptionId: string;
   /** FIFO group, when the subscription has `groupBy`. */
   readonly group: string | undefined;
+}
+
+/**
+ * SUBSCRIBE headers of a subscription's consumer. `x-factflow-subscribed-at` records when this
+ * consumer (attachment) was created, in strict ISO-8601 with `Z`: see `timestamp.ts` for why.
+ */
+export function subscribeHeaders(
+  kind: "queue" | "topic",
+  windowBytes: number,
+  now: Date = new Date(),
+): Record<string, string> {
+  const subscribedAt = isoTimestamp(now);
+  assertIsoTimestampHeader(SUBSCRIBED_AT_HEADER, subscribedAt);
+  return {
+    ack: "client-individual",
+    "subscription-type": kind === "queue" ? "ANYCAST" : "MULTICAST",
+    "consumer-window-size": String(windowBytes),
+    [SUBSCRIBED_AT_HEADER]: subscribedAt,
+  };
 }
 
 /** How many times a settlement copy (retry or dead letter) is re-sent while the delivery stays valid. */
@@ -114,11 +135,7 @@ export class ArtemisSubscription implements Subscription {
       if (from < attachment) controller.abort(new Error("delivery superseded: the consumer was re-created"));
     const subscription = await this.deps.link.subscribe(
       subscribeDestination(this.target, this.name),
-      {
-        ack: "client-individual",
-        "subscription-type": this.target.kind === "queue" ? "ANYCAST" : "MULTICAST",
-        "consumer-window-size": String(this.deps.windowBytes),
-      },
+      subscribeHeaders(this.target.kind, this.deps.windowBytes),
       (message, generation) => this.receive(message, generation, attachment),
       confirm,
     );
@@ -133,7 +150,14 @@ export class ArtemisSubscription implements Subscription {
    */
   async restart(): Promise<void> {
     const old = this.current;
-    await this.attach();
+    try {
+      await this.attach();
+    } catch (error) {
+      // The new consumer was not confirmed (e.g. a stalled link): the old one still holds its
+      // deliveries, but they are no longer handled. Try again shortly; a reconnect also re-attaches.
+      this.settlementFailed(error);
+      throw error;
+    }
     await old?.unsubscribe();
   }
 
@@ -350,7 +374,11 @@ export class ArtemisSubscription implements Subscription {
         );
         break;
       } catch (error) {
-        if (attempt >= COPY_ATTEMPTS) throw error;
+        // A RECEIPT that timed out on a live connection means the link is stalled: a re-send would
+        // queue behind the first copy and land as a second duplicate once it flows. Give up instead;
+        // the original stays unsettled and is reissued (settlementFailed re-creates the consumer).
+        const timedOut = error instanceof ProviderError && error.reason === "timeout";
+        if (attempt >= COPY_ATTEMPTS || timedOut) throw error;
       }
     }
     onCopied();

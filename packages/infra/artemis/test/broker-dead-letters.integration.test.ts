@@ -1,0 +1,142 @@
+import { waitFor } from "@factflow/infra-testkit";
+import type { Delivery, HandlerResult } from "@factflow/protocols";
+import { afterAll, describe, expect, it } from "vitest";
+import { type ArtemisProvider, createArtemisProvider } from "../src/index.js";
+import { ARTEMIS_URL, artemisAvailability } from "./helpers.js";
+
+const available = await artemisAvailability();
+const required = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
+if (!available.ok) console.warn(`[factflow/artemis] broker dead-letter tests not run: ${available.reason}`);
+
+/**
+ * `docker/artemis/broker.xml` bounds broker-driven redelivery of "factflow-redelivery-probe.#" at 2
+ * deliveries with no delay (production: 10, 1 s doubling to 30 s), so this runs in seconds.
+ */
+const QUEUE = `/queue/factflow-redelivery-probe.${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+
+function provider(): ArtemisProvider {
+  return createArtemisProvider({ url: ARTEMIS_URL, heartbeatMs: 2_000, reconnectDelayMs: 100 });
+}
+
+function registerTests(): void {
+  describe("messages the broker dead-letters on its own stay visible and recoverable (real Artemis)", () => {
+    const admin = provider();
+
+    afterAll(async () => {
+      await admin.destroy(QUEUE).catch(() => {});
+      await admin.close();
+    });
+
+    it("deliveries abandoned by repeated connection cuts end up in the source's dead letters, then redrive and discard work on them", async () => {
+      await admin.connect();
+      const stuck = provider();
+      await stuck.connect();
+      const seen: Delivery[] = [];
+      try {
+        // A handler that never finishes: each delivery is abandoned when its connection is cut.
+        await stuck.subscribe(
+          QUEUE,
+          async (delivery, signal): Promise<HandlerResult> => {
+            seen.push(delivery);
+            await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve()));
+            return "ACKNOWLEDGED";
+          },
+          { subscription: "stuck", prefetch: 3, concurrency: 3, handlerTimeoutMs: 120_000 },
+        );
+        const ids: string[] = [];
+        for (const n of [1, 2, 3]) ids.push((await admin.publish(QUEUE, { body: { n } })).id);
+
+        // Cut the connection under every round of deliveries until the broker gives up on all three.
+        let cuts = 0;
+        let lastStats = "";
+        let before = 0; // deliveries seen before the latest cut
+        for (; cuts < 12; cuts++) {
+          let moved = 0;
+          await waitFor(
+            async () => {
+              const s = await admin.admin.stats({ destination: QUEUE });
+              lastStats = `seen ${seen.length}, buffered ${stuck.subscriptions()[0]?.buffered}, conns ${stuck.connectionCount()}, ${JSON.stringify(s)}`;
+              moved = s.dlqDepth;
+              return moved === 3 || seen.length - before >= 3 - moved;
+            },
+            { timeoutMs: 5_000, intervalMs: 100, description: `round ${cuts + 1}` },
+          ).catch(() => {
+            // Not every delivery of the round reached the handler in time: cut anyway, the
+            // broker counts what it handed out.
+            console.info(`[factflow/artemis] round ${cuts + 1} incomplete after 5 s: ${lastStats}`);
+          });
+          if (moved === 3) break;
+          before = seen.length;
+          stuck.dropConnection();
+          await waitFor(() => stuck.connectionCount() === cuts + 2, {
+            timeoutMs: 10_000,
+            description: "reconnect",
+          });
+        }
+        expect(cuts, "the broker's bound (2 deliveries per message) moved them").toBeGreaterThanOrEqual(2);
+        console.info(`[factflow/artemis] broker dead-lettered 3 messages after ${cuts} connection cuts`);
+        expect(stuck.counters().lost).toBe(0);
+      } finally {
+        await stuck.close();
+      }
+
+      const page = await admin.admin.browseDeadLetters({ destination: QUEUE }, { offset: 0, limit: 10 });
+      expect(page.total).toBe(3);
+      // In the order the broker gave up on them, which need not be the publish order.
+      expect(page.items.map((d) => (d.message.body as { n: number }).n).sort()).toEqual([1, 2, 3]);
+      for (const letter of page.items) {
+        expect(letter.reason).toBe("broker-redelivery-limit");
+        expect(letter.lastError).toMatch(/max-delivery-attempts/);
+        expect(letter.attempts).toBe(1);
+      }
+      const second = await admin.admin.browseDeadLetters({ destination: QUEUE }, { offset: 1, limit: 1 });
+      expect(second.items.map((d) => d.message.id)).toEqual([page.items[1]?.message.id]);
+
+      const [one, two, three] = page.items.map((d) => d.message.id);
+      expect(await admin.admin.redriveOne({ destination: QUEUE }, one as string)).toEqual({ redriven: true });
+      expect(await admin.admin.discardOne({ destination: QUEUE }, two as string)).toEqual({
+        discarded: true,
+      });
+      expect(await admin.admin.discardOne({ destination: QUEUE }, two as string)).toEqual({
+        discarded: false,
+      });
+      expect((await admin.admin.stats({ destination: QUEUE })).dlqDepth).toBe(1);
+      expect(await admin.admin.redriveAll({ destination: QUEUE })).toEqual({ redriven: 1 });
+      expect((await admin.admin.stats({ destination: QUEUE })).dlqDepth).toBe(0);
+
+      const received: Delivery[] = [];
+      const recovered = await admin.subscribe(
+        QUEUE,
+        (delivery) => {
+          received.push(delivery);
+          return "ACKNOWLEDGED";
+        },
+        { subscription: "recovered" },
+      );
+      await waitFor(() => received.length >= 2, { timeoutMs: 10_000, description: "the redriven two" });
+      await waitFor(
+        async () => {
+          const s = await admin.admin.stats({ destination: QUEUE });
+          return s.depth === 0 && s.inFlight === 0;
+        },
+        { timeoutMs: 10_000, intervalMs: 100, description: "the redriven two to be settled" },
+      );
+      expect(received.map((d) => d.message.id).sort()).toEqual([one, three].sort());
+      expect(received.every((d) => d.attempt === 1)).toBe(true);
+      await recovered.unsubscribe();
+    }, 90_000);
+  });
+}
+
+function registerUnavailable(): void {
+  describe("messages the broker dead-letters on its own (real Artemis)", () => {
+    it("needs a running Artemis", (context) => {
+      const reason = available.ok ? "" : available.reason;
+      if (required) throw new Error(`Artemis is required (FACTFLOW_REQUIRE_SERVICES=1) but ${reason}`);
+      context.skip(`not run: ${reason}`);
+    });
+  });
+}
+
+if (available.ok) registerTests();
+else registerUnavailable();
