@@ -39,6 +39,12 @@ export interface EngineOptions {
    * update each. @default 100
    */
   readonly processingMarkMs?: number;
+  /**
+   * Message ids per execution remembered as settled for good: a broker redelivery of one is
+   * acknowledged without running its route again. Older ids, and ids settled by another process,
+   * are recognised through a lineage read (only for deliveries flagged redelivered). @default 50000
+   */
+  readonly settledMemory?: number;
 }
 
 export interface Engine {
@@ -68,6 +74,7 @@ export function createEngine(options: EngineOptions): Engine {
     ...(options.strictLineage === undefined ? {} : { strictLineage: options.strictLineage }),
     ...(options.maxLineageBacklog === undefined ? {} : { maxLineageBacklog: options.maxLineageBacklog }),
     ...(options.processingMarkMs === undefined ? {} : { processingMarkMs: options.processingMarkMs }),
+    ...(options.settledMemory === undefined ? {} : { settledMemory: options.settledMemory }),
   });
   const service = new ExecutionService({
     manager,

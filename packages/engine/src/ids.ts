@@ -23,6 +23,23 @@ export function newId(): string {
   return randomUUID();
 }
 
+/**
+ * The id of the `index`-th message a delivery of `parentId` sends to `queue` from `route`: a
+ * sha256-derived UUID (RFC 9562 version 8 layout). A broker redelivers a message whose ack was lost
+ * (connection cut, crash, abort); re-running it must republish the SAME child ids, so lineage upserts
+ * the same rows and the children's own duplicates are recognised downstream instead of multiplying.
+ */
+export function childMessageId(parentId: string, route: string, queue: string, index: number): string {
+  // NUL cannot occur in ids or queue names, so the fields cannot run into each other.
+  const text = `factflow/child\u0000${parentId}\u0000${route}\u0000${queue}\u0000${index}`;
+  const hex =
+    oneShotHash === undefined
+      ? createHash("sha256").update(text).digest("hex")
+      : oneShotHash("sha256", text, "hex");
+  const variant = ((Number.parseInt(hex.slice(16, 18), 16) & 0x3f) | 0x80).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(18, 20)}-${hex.slice(20, 32)}`;
+}
+
 /** JSON with object keys sorted, so equal values hash equally whatever their key order. */
 export function canonicalJson(value: JsonValue): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value);

@@ -1,6 +1,6 @@
 import { Headers, type JsonValue, type MessageEnvelope, PipelineError } from "@factflow/protocols";
 import type { PendingEmit } from "./adapter-chain.js";
-import { newId } from "./ids.js";
+import { childMessageId } from "./ids.js";
 import { errorInfoOf, messageRow } from "./lineage-rows.js";
 import type { ExecutionRuntime } from "./runtime.js";
 import type { Watermark } from "./semaphore.js";
@@ -37,7 +37,7 @@ interface Target {
  */
 export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> {
   const { outbound } = batch;
-  const targets: Target[] = [];
+  let targets: Target[] = [];
   if (batch.data !== null)
     for (const queue of outbound) targets.push({ queue, body: batch.data, parentId: batch.lastRowId });
   for (const { message, parentRowId } of batch.emitted) {
@@ -57,18 +57,31 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
       });
     }
   }
-  if (targets.length === 0) return 0;
   const correlationId = batch.envelope.correlationId;
-  const rows = targets.map((t) =>
-    messageRow({
-      executionId: runtime.executionId,
-      route: runtime.routeForQueue(t.queue) ?? t.queue,
-      messageId: newId(),
-      correlationId,
-      payload: t.body,
-      ...(t.parentId === undefined ? {} : { parentId: t.parentId }),
-    }),
-  );
+  const ledger = runtime.deliveries;
+  const rows: ReturnType<typeof messageRow>[] = [];
+  const sends: Target[] = [];
+  targets.forEach((t, index) => {
+    // Same parent, route, queue and position → same id: a re-run of this delivery republishes the
+    // very messages (and lineage rows) of its first run, never a second generation.
+    const messageId = childMessageId(batch.envelope.id, batch.route, t.queue, index);
+    // A child already handled here (or being handled) needs no second copy: republishing it would
+    // only make a duplicate, and re-registering its row could queue `pending` over its settlement.
+    if (ledger.settled(messageId) !== undefined || ledger.isRunning(messageId)) return;
+    sends.push(t);
+    rows.push(
+      messageRow({
+        executionId: runtime.executionId,
+        route: runtime.routeForQueue(t.queue) ?? t.queue,
+        messageId,
+        correlationId,
+        payload: t.body,
+        ...(t.parentId === undefined ? {} : { parentId: t.parentId }),
+      }),
+    );
+  });
+  targets = sends;
+  if (targets.length === 0) return 0;
   batch.watermark.add(targets.length);
   let remaining = targets.length;
   let published = 0;

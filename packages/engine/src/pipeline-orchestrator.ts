@@ -17,6 +17,7 @@ import {
 } from "@factflow/protocols";
 import type { AdapterRegistry } from "./adapter-registry.js";
 import { CompletionGate } from "./completion-gate.js";
+import { DeliveryLedger } from "./delivery-ledger.js";
 import type { ExecutionEventType } from "./execution-events.js";
 import { ExecutionScopedQueue } from "./execution-scoped-queue.js";
 import { newId } from "./ids.js";
@@ -54,6 +55,12 @@ export interface OrchestratorServices {
    * one sweep per route); quicker deliveries go straight to their final status. @default 100
    */
   readonly processingMarkMs?: number;
+  /**
+   * Message ids per execution remembered as settled for good, so a broker redelivery of one is
+   * acknowledged without running its route again (older ids fall back to a lineage read, and only
+   * for deliveries the broker flags as redelivered). @default 50000
+   */
+  readonly settledMemory?: number;
 }
 
 export interface PipelineOrchestratorOptions extends OrchestratorServices {
@@ -109,6 +116,7 @@ export class PipelineOrchestrator {
       storage: this.#options.storage,
       logger,
       globalSlots: new Semaphore(config.settings.max_handlers),
+      deliveries: new DeliveryLedger(this.#options.settledMemory),
       signal: this.#abort.signal,
       strictLineage: this.#options.strictLineage ?? true,
       maxLineageBacklog: this.#options.maxLineageBacklog ?? 1000,

@@ -16,6 +16,7 @@ import {
   recordAbandoned,
   runChain,
 } from "./adapter-chain.js";
+import { admitDelivery } from "./duplicate-admission.js";
 import { FatalAdapterError } from "./errors.js";
 import { errorInfoOf } from "./lineage-rows.js";
 import { publishOutputs } from "./outbound-publisher.js";
@@ -32,6 +33,8 @@ export interface RouteCounters {
   published: number;
   inFlight: number;
   held: number;
+  /** Redeliveries of messages already settled for good here: acknowledged without running adapters. */
+  duplicates: number;
 }
 
 export interface RouteProcessorOptions {
@@ -63,6 +66,7 @@ export class RouteProcessor {
     published: 0,
     inFlight: 0,
     held: 0,
+    duplicates: 0,
   };
   readonly batches = new Map<number, BatchState>();
   readonly #options: RouteProcessorOptions;
@@ -212,7 +216,22 @@ export class RouteProcessor {
     this.#unmarked.clear();
   }
 
+  /** Acknowledges a duplicate of a settled message without running the route (see admitDelivery). */
   async #handle(delivery: Delivery, providerSignal: AbortSignal): Promise<HandlerResult> {
+    const admission = await admitDelivery(this.#runtime, this.name, delivery, providerSignal);
+    if (admission === "aborted") return MessageStatus.PENDING;
+    try {
+      if (admission === "duplicate") {
+        this.counters.duplicates++;
+        return MessageStatus.ACKNOWLEDGED;
+      }
+      return await this.#process(delivery, providerSignal);
+    } finally {
+      this.#runtime.deliveries.release(delivery.message.id);
+    }
+  }
+
+  async #process(delivery: Delivery, providerSignal: AbortSignal): Promise<HandlerResult> {
     const runtime = this.#runtime;
     // Either the provider (timeout, unsubscribe) or the execution (cancel, fail) may cancel the
     // handler. The provider's listener is removed in `finally`; the execution's signal outlives many
@@ -351,11 +370,14 @@ export class RouteProcessor {
     // Every final status carries the attempt: the row may never have been marked `processing`.
     const attempt = delivery.attempt;
     const withError = error === undefined ? {} : { error };
+    const ledger = this.#runtime.deliveries;
     if (status === MessageStatus.ACKNOWLEDGED) {
       lineage.update(id, { status: "completed", finishedAt, attempt });
+      ledger.settle(id, "completed", attempt);
       this.counters.acknowledged++;
     } else if (status === MessageStatus.REJECTED) {
       lineage.update(id, { status: "failed", finishedAt, attempt, ...withError });
+      ledger.settle(id, "failed", attempt);
       this.counters.rejected++;
     } else if (status === MessageStatus.FAILED) {
       // A retry is coming unless the budget is spent, in which case the provider dead-letters it.
@@ -366,6 +388,7 @@ export class RouteProcessor {
           ? { status: "pending", attempt: delivery.attempt + 1, ...withError }
           : { status: "failed", finishedAt, attempt, ...withError },
       );
+      if (!retrying) ledger.settle(id, "failed", attempt);
       this.counters.failed++;
     } else {
       lineage.update(id, { status: "pending", attempt: delivery.attempt });

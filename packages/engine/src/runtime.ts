@@ -1,4 +1,5 @@
 import type { LineageProtocol, Logger, QueueProtocol, StorageProtocol } from "@factflow/protocols";
+import type { DeliveryLedger } from "./delivery-ledger.js";
 import type { Semaphore } from "./semaphore.js";
 
 /** What every route processor of one execution shares with its orchestrator. */
@@ -11,6 +12,8 @@ export interface ExecutionRuntime {
   readonly logger: Logger;
   /** `max_handlers`: handlers in flight across every route of the execution. */
   readonly globalSlots: Semaphore;
+  /** Message ids running or settled for good in this process: recognises broker redeliveries. */
+  readonly deliveries: DeliveryLedger;
   /** Fires when the execution stops (completed, failed, cancelled, shut down). */
   readonly signal: AbortSignal;
   /** Register every outbound message durably before its publish, not only fan-out children. */

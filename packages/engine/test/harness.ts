@@ -10,6 +10,7 @@ import type {
   ArtefactSidecar,
   ExecutionStatus,
   JsonValue,
+  LineageProtocol,
   LineageRow,
   QueueProtocol,
   StorageProtocol,
@@ -130,7 +131,14 @@ export function tempDir(): string {
 
 /** An engine on the real embedded provider (memory mode by default) and a PGlite lineage store. */
 export async function openHarness(
-  options: { queue?: QueueProtocol; db?: LineageDatabase; maxConcurrent?: number } = {},
+  options: {
+    queue?: QueueProtocol;
+    db?: LineageDatabase;
+    maxConcurrent?: number;
+    settledMemory?: number;
+    /** Wraps the lineage store the engine sees (to observe calls). */
+    wrapLineage?: (lineage: LineageProtocol) => LineageProtocol;
+  } = {},
 ): Promise<Harness> {
   const dir = tempDir();
   const db = options.db ?? (await openLineageDatabase({ dataDir: join(dir, "db") }));
@@ -138,12 +146,13 @@ export async function openHarness(
   await queue.connect();
   const engine = createEngine({
     queue,
-    lineage: db.lineage,
+    lineage: options.wrapLineage === undefined ? db.lineage : options.wrapLineage(db.lineage),
     executions: db.executions,
     storage: memoryStorage(),
     adapters: [...builtins, ...testAdapters],
     progressIntervalMs: 50,
     ...(options.maxConcurrent === undefined ? {} : { maxConcurrent: options.maxConcurrent }),
+    ...(options.settledMemory === undefined ? {} : { settledMemory: options.settledMemory }),
   });
   const harness: Harness = {
     engine,

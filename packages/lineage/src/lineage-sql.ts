@@ -53,6 +53,17 @@ export function toPendingRow(row: LineageRow): PendingRow {
   };
 }
 
+/**
+ * How far along a status is within one attempt. The upsert's guard compares (attempt, rank): an
+ * insert that meets a stored row (a retried batch whose first attempt did commit, a row recorded
+ * again, a timed-out statement that still commits late) only overwrites it when it is at least as
+ * far along, so it can never take back an update that landed in between (pending over completed,
+ * or an older attempt over a retry's `pending`, which restarts at a higher attempt).
+ */
+function statusRank(column: string): string {
+  return `(case ${column} when 'pending' then 0 when 'initiated' then 1 when 'processing' then 2 else 3 end)`;
+}
+
 // The whole batch travels as ONE text parameter expanded server-side by json_to_recordset: no
 // 65535-parameter limit, one parse per batch, and identical behaviour on postgres.js and PGlite.
 // `$1::text::json` pins the parameter type to text so neither driver re-encodes the string.
@@ -68,7 +79,8 @@ on conflict (id) do update set kind = excluded.kind, route = excluded.route, ada
   correlation_id = excluded.correlation_id, parent_id = excluded.parent_id, attempt = excluded.attempt,
   status = excluded.status, input_hash = excluded.input_hash, payload = excluded.payload,
   output_keys = excluded.output_keys, error = excluded.error, started_at = excluded.started_at,
-  finished_at = excluded.finished_at`;
+  finished_at = excluded.finished_at
+where (excluded.attempt, ${statusRank("excluded.status")}) >= (lineage.attempt, ${statusRank("lineage.status")})`;
 
 const UPDATE_SQL = `update lineage as l set status = u.status,
   output_keys = coalesce(u.output_keys, l.output_keys), error = coalesce(u.error, l.error),

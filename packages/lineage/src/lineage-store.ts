@@ -13,6 +13,7 @@ import { type Kysely, sql } from "kysely";
 import { assertUuid, pageOf } from "./ids.js";
 import { fromStoredRow, type StoredLineageRow } from "./lineage-rows.js";
 import { LineageWriter, type LineageWriterOptions } from "./lineage-writer.js";
+import { queryMessageStatus } from "./message-status-query.js";
 import type { LineageDatabaseSchema } from "./schema.js";
 import type { LineageSqlRunner } from "./sql-runner.js";
 
@@ -54,8 +55,7 @@ export class LineageStore implements LineageProtocol {
 
   async registerPending(rows: readonly LineageRow[]): Promise<void> {
     for (const row of rows) checkRow(row);
-    for (const row of rows) this.#writer.record(row);
-    await this.#writer.flush();
+    await this.#writer.registerPending(rows);
   }
 
   flush(): Promise<void> {
@@ -171,6 +171,10 @@ export class LineageStore implements LineageProtocol {
         correlationId: r.correlation_id,
         payload: (r.payload ?? null) as RecordedInput["payload"],
       }));
+  }
+
+  messageStatus(executionId: string, messageId: string) {
+    return queryMessageStatus(this.#db, executionId, messageId);
   }
 
   /** Flushes and stops the writer; later `record`/`update` calls throw `lineage_error`. */

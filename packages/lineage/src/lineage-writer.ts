@@ -1,14 +1,7 @@
-import type { LineageCounters, LineageRow, LineageUpdate, Logger } from "@factflow/protocols";
+import type { LineageCounters, LineageRow, LineageStatus, LineageUpdate, Logger } from "@factflow/protocols";
 import { FactflowError } from "@factflow/protocols";
-import {
-  COPY_ROWS_SQL,
-  copyRowsCsv,
-  insertRowsStatement,
-  type PendingRow,
-  type PendingUpdate,
-  toPendingRow,
-  updateRowsStatement,
-} from "./lineage-sql.js";
+import { BatchCommitter, type WriteCounters } from "./batch-committer.js";
+import { type PendingRow, type PendingUpdate, toPendingRow } from "./lineage-sql.js";
 import type { LineageSqlRunner } from "./sql-runner.js";
 
 /** Tuning of the group-commit writer. */
@@ -32,7 +25,7 @@ export interface LineageWriterOptions {
   readonly attemptTimeoutMs?: number;
 }
 
-/** A `flush` caller: resolved once the writes queued ahead of it have been taken and committed. */
+/** A `flush` or `registerPending` caller: resolved once this many writes of its lane were taken and committed. */
 interface Waiter {
   inserts: number;
   updates: number;
@@ -40,75 +33,183 @@ interface Waiter {
 }
 
 /**
- * Queues lineage writes in memory and group-commits them. A row recorded and then updated before
- * its batch leaves is written once; rows go out as one multi-row upsert and updates as one batched
- * UPDATE per commit. Batches are written one after another, so the changes to one row are applied
- * in the order they were made. Failures are retried with backoff, then counted as lost and logged;
- * they never reach the caller.
+ * Queues lineage writes in memory and group-commits them, in two lanes:
+ *
+ * - the bulk lane takes `record`/`update`: a row recorded and then updated before its batch leaves
+ *   is written once; rows go out as one multi-row upsert and updates as one batched UPDATE per
+ *   commit; batches are written one after another, so one row's changes apply in order;
+ * - the pending lane takes `registerPending` rows, which a caller awaits before publishing: they
+ *   are group-committed on their own (on their own connection where the runner offers one), so
+ *   their latency is one small commit, not the bulk batches queued ahead of them.
+ *
+ * One id is in at most one lane at a time; a `record`/`update` of a row whose pending-lane commit is
+ * in flight waits (in memory) for that commit, then joins the bulk lane. Failures are retried with
+ * backoff, then counted as lost and logged; they never reach the caller.
  */
 export class LineageWriter {
-  readonly #runner: LineageSqlRunner;
   readonly #log: Logger;
   readonly #intervalMs: number;
   readonly #batchSize: number;
   readonly #maxQueued: number;
-  readonly #attempts: number;
-  readonly #retryDelayMs: number;
-  readonly #maxRetryDelayMs: number;
-  readonly #attemptTimeoutMs: number;
+  readonly #bulk: BatchCommitter;
+  readonly #lane: BatchCommitter;
+  /** The pending lane shares the bulk lane's connection (PGlite): bulk batches then yield to it. */
+  readonly #laneShared: boolean;
+  readonly #counters: WriteCounters = { written: 0, retriedWrites: 0, lost: 0 };
+  #closed = false;
+  #overflowing = false;
 
+  // Bulk lane.
   #inserts = new Map<string, PendingRow>();
   #updates = new Map<string, PendingUpdate>();
   #waiters: Waiter[] = [];
-  #inFlight = 0;
+  #inFlight = new Set<string>();
   #draining: Promise<void> | undefined;
-  #batch: Promise<void> | undefined;
+  #batch: Promise<unknown> | undefined;
   #timer: NodeJS.Timeout | undefined;
-  #closed = false;
-  #overflowing = false;
-  readonly #counters: Omit<LineageCounters, "queued"> = { written: 0, retriedWrites: 0, lost: 0 };
+
+  // Pending lane.
+  #laneRows = new Map<string, PendingRow>();
+  #laneWaiters: Waiter[] = [];
+  #laneInFlight = new Set<string>();
+  #laneDraining: Promise<void> | undefined;
+  /** Pending-lane commits in flight (at most `#laneWidth`, each of distinct ids). */
+  #laneFlights = new Set<Promise<void>>();
+  /** Settles once every pending-lane batch taken so far is committed (or counted lost). */
+  #laneTail: Promise<void> = Promise.resolve();
+  readonly #laneWidth: number;
+  /** Bulk writes of rows whose pending-lane commit is in flight, replayed in order once it ends. */
+  #deferred = new Map<string, (() => void)[]>();
+  #deferredCount = 0;
 
   constructor(runner: LineageSqlRunner, logger: Logger, options: LineageWriterOptions = {}) {
-    this.#runner = runner;
     this.#log = logger;
     this.#intervalMs = options.intervalMs ?? 5;
     this.#batchSize = options.batchSize ?? 2000;
     this.#maxQueued = options.maxQueued ?? 200_000;
-    this.#attempts = options.attempts ?? 6;
-    this.#retryDelayMs = options.retryDelayMs ?? 100;
-    this.#maxRetryDelayMs = options.maxRetryDelayMs ?? 2000;
-    this.#attemptTimeoutMs = options.attemptTimeoutMs ?? 30_000;
+    const policy = {
+      attempts: options.attempts ?? 6,
+      retryDelayMs: options.retryDelayMs ?? 100,
+      maxRetryDelayMs: options.maxRetryDelayMs ?? 2000,
+      attemptTimeoutMs: options.attemptTimeoutMs ?? 30_000,
+    };
+    const laneRunner = runner.pendingLane?.() ?? runner;
+    this.#laneShared = laneRunner === runner;
+    // Two commits in flight on a connection pool of their own; one when the connection is shared.
+    this.#laneWidth = this.#laneShared ? 1 : LANE_WIDTH;
+    this.#bulk = new BatchCommitter(runner, logger, policy, this.#counters);
+    this.#lane = new BatchCommitter(laneRunner, logger, policy, this.#counters);
   }
 
   record(row: LineageRow): void {
     if (!this.#admit(1)) return;
-    // A record supersedes any change queued for the same id before it.
-    this.#updates.delete(row.id);
-    this.#inserts.set(row.id, toPendingRow(row));
-    this.#schedule();
+    this.#queueRecord(toPendingRow(row));
   }
 
   update(id: string, change: LineageUpdate): void {
-    const queuedRow = this.#inserts.get(id);
-    if (queuedRow !== undefined) {
-      // Not yet sent: fold the change into the row, so pending→completed costs one write.
-      queuedRow.status = change.status;
-      if (change.outputKeys !== undefined) queuedRow.output_keys = change.outputKeys;
-      if (change.error !== undefined) queuedRow.error = change.error;
-      if (change.finishedAt !== undefined) queuedRow.finished_at = change.finishedAt;
-      if (change.attempt !== undefined) queuedRow.attempt = change.attempt;
+    this.#queueUpdate(id, change, false);
+  }
+
+  /**
+   * Commits `rows` through the pending lane; resolves once they are committed (or counted lost).
+   * Does not wait for bulk writes queued before it: use {@link flush} for that.
+   */
+  async registerPending(rows: readonly LineageRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    // A row registered again while its previous registration is being committed goes after it.
+    while (rows.some((r) => this.#laneInFlight.has(r.id))) await this.#laneTail;
+    if (!this.#admit(rows.length)) return;
+    for (const row of rows) {
+      // Like a record, it supersedes whatever the bulk lane still holds for the id — but never a
+      // change that is further along (a duplicate re-registration must not undo a completion).
+      const fresh = toPendingRow(row);
+      keepFurthest(
+        fresh,
+        this.#inserts.get(row.id) ?? this.#updates.get(row.id) ?? this.#laneRows.get(row.id),
+      );
+      this.#inserts.delete(row.id);
+      this.#updates.delete(row.id);
+      this.#laneRows.set(row.id, fresh);
+    }
+    const done = new Promise<void>((resolve) =>
+      this.#laneWaiters.push({ inserts: this.#laneRows.size, updates: 0, resolve }),
+    );
+    this.#startLane();
+    return done;
+  }
+
+  /** Resolves once every write queued before the call (in either lane) has been committed (or counted lost). */
+  flush(): Promise<void> {
+    const lane = this.#flushLane();
+    const bulk = this.#flushBulk();
+    // Writes held back behind an in-flight pending-lane commit join the bulk lane when it ends.
+    if (this.#deferredCount > 0) return Promise.all([lane, bulk]).then(() => this.#flushBulk());
+    return Promise.all([lane, bulk]).then(() => {});
+  }
+
+  counters(): LineageCounters {
+    return { ...this.#counters, queued: this.#queued() };
+  }
+
+  /** Flushes, then refuses further writes. */
+  async close(): Promise<void> {
+    await this.flush();
+    this.#closed = true;
+  }
+
+  #queued(): number {
+    return (
+      this.#inserts.size +
+      this.#updates.size +
+      this.#inFlight.size +
+      this.#laneRows.size +
+      this.#laneInFlight.size +
+      this.#deferredCount
+    );
+  }
+
+  #defer(id: string, replay: () => void): void {
+    const list = this.#deferred.get(id);
+    if (list === undefined) this.#deferred.set(id, [replay]);
+    else list.push(replay);
+    this.#deferredCount++;
+  }
+
+  #queueRecord(row: PendingRow): void {
+    const id = row.id;
+    if (this.#laneInFlight.has(id)) {
+      this.#defer(id, () => this.#queueRecord(row));
       return;
     }
-    const queued = this.#updates.get(id);
+    const laneRow = this.#laneRows.get(id);
+    if (laneRow !== undefined) {
+      // Not yet sent by the pending lane: the newer row replaces it there (keeping a further status).
+      keepFurthest(row, laneRow);
+      this.#laneRows.set(id, row);
+      return;
+    }
+    // A record supersedes any change queued for the same id before it, unless that change is
+    // further along (same rule as the upsert's guard in lineage-sql.ts).
+    keepFurthest(row, this.#inserts.get(id) ?? this.#updates.get(id));
+    this.#updates.delete(id);
+    this.#inserts.set(id, row);
+    this.#schedule();
+  }
+
+  #queueUpdate(id: string, change: LineageUpdate, admitted: boolean): void {
+    if (this.#laneInFlight.has(id)) {
+      // The row may not be stored yet: an UPDATE now could match nothing and be lost.
+      if (!admitted && !this.#admit(1)) return;
+      this.#defer(id, () => this.#queueUpdate(id, change, true));
+      return;
+    }
+    // Not yet sent: fold the change into the queued row, so pending→completed costs one write.
+    const queued = this.#laneRows.get(id) ?? this.#inserts.get(id) ?? this.#updates.get(id);
     if (queued !== undefined) {
-      queued.status = change.status;
-      if (change.outputKeys !== undefined) queued.output_keys = change.outputKeys;
-      if (change.error !== undefined) queued.error = change.error;
-      if (change.finishedAt !== undefined) queued.finished_at = change.finishedAt;
-      if (change.attempt !== undefined) queued.attempt = change.attempt;
+      applyChange(queued, change);
       return;
     }
-    if (!this.#admit(1)) return;
+    if (!admitted && !this.#admit(1)) return;
     this.#updates.set(id, {
       id,
       status: change.status,
@@ -120,28 +221,6 @@ export class LineageWriter {
     this.#schedule();
   }
 
-  /** Resolves once every write queued before the call has been committed (or counted lost). */
-  flush(): Promise<void> {
-    if (this.#inserts.size + this.#updates.size === 0) return this.#batch ?? Promise.resolve();
-    // Batches take from the front of the queue, so what is queued now is done once this many
-    // rows and updates have been taken and their batch committed (or counted lost).
-    const done = new Promise<void>((resolve) =>
-      this.#waiters.push({ inserts: this.#inserts.size, updates: this.#updates.size, resolve }),
-    );
-    this.#startNow();
-    return done;
-  }
-
-  counters(): LineageCounters {
-    return { ...this.#counters, queued: this.#inserts.size + this.#updates.size + this.#inFlight };
-  }
-
-  /** Flushes, then refuses further writes. */
-  async close(): Promise<void> {
-    await this.flush();
-    this.#closed = true;
-  }
-
   #admit(count: number): boolean {
     if (this.#closed) {
       throw new FactflowError(
@@ -149,7 +228,7 @@ export class LineageWriter {
         "[factflow/lineage] the lineage writer is closed; open a new database.",
       );
     }
-    const queued = this.#inserts.size + this.#updates.size + this.#inFlight;
+    const queued = this.#queued();
     if (queued + count <= this.#maxQueued) {
       this.#overflowing = false;
       return true;
@@ -164,6 +243,20 @@ export class LineageWriter {
       });
     }
     return false;
+  }
+
+  // ---- bulk lane ----
+
+  #flushBulk(): Promise<void> {
+    if (this.#inserts.size + this.#updates.size === 0)
+      return this.#batch?.then(() => {}) ?? Promise.resolve();
+    // Batches take from the front of the queue, so what is queued now is done once this many
+    // rows and updates have been taken and their batch committed (or counted lost).
+    const done = new Promise<void>((resolve) =>
+      this.#waiters.push({ inserts: this.#inserts.size, updates: this.#updates.size, resolve }),
+    );
+    this.#startNow();
+    return done;
   }
 
   #schedule(): void {
@@ -194,22 +287,19 @@ export class LineageWriter {
       // One turn of the event loop before taking the batch lets callers that were waiting on the
       // previous commit (PGlite runs on this thread) queue their updates, which then merge.
       await new Promise<void>((resolve) => setImmediate(resolve));
+      // On a shared connection a pending-lane commit goes first: someone is waiting to publish.
+      while (this.#laneShared && this.#laneFlights.size > 0) await this.#laneTail;
+      if (this.#inserts.size + this.#updates.size === 0) continue;
       const inserts = take(this.#inserts, this.#batchSize);
       const updates = take(this.#updates, this.#batchSize);
-      const served: Waiter[] = [];
-      this.#waiters = this.#waiters.filter((waiter) => {
-        waiter.inserts -= inserts.length;
-        waiter.updates -= updates.length;
-        if (waiter.inserts > 0 || waiter.updates > 0) return true;
-        served.push(waiter);
-        return false;
-      });
-      this.#inFlight = inserts.length + updates.length;
-      this.#batch = this.#writeBatch(inserts, updates);
+      const served = serve(this.#waiters, inserts.length, updates.length);
+      for (const r of inserts) this.#inFlight.add(r.id);
+      for (const u of updates) this.#inFlight.add(u.id);
+      this.#batch = this.#bulk.write(inserts, updates);
       try {
         await this.#batch;
       } finally {
-        this.#inFlight = 0;
+        this.#inFlight.clear();
         this.#batch = undefined;
         for (const waiter of served) waiter.resolve();
       }
@@ -221,115 +311,129 @@ export class LineageWriter {
     for (const waiter of rest) waiter.resolve();
   }
 
-  async #writeBatch(inserts: PendingRow[], updates: PendingUpdate[]): Promise<void> {
-    const size = inserts.length + updates.length;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.#execute(inserts, updates);
-        this.#counters.written += size;
-        return;
-      } catch (error) {
-        if (isDataError(error)) {
-          // One bad row must not cost the whole batch: write them one by one.
-          await this.#isolate(inserts, updates, error);
-          return;
-        }
-        if (attempt >= this.#attempts) {
-          this.#runner.reset();
-          this.#counters.lost += size;
-          this.#log.error("lineage batch lost after retries", {
-            rows: inserts.length,
-            updates: updates.length,
-            attempts: attempt,
-            error: errorText(error),
-            lost: this.#counters.lost,
-          });
-          return;
-        }
-        this.#runner.reset();
-        this.#counters.retriedWrites += size;
-        const delay = Math.min(this.#retryDelayMs * 2 ** (attempt - 1), this.#maxRetryDelayMs);
-        this.#log.warn("lineage write failed; retrying", {
-          attempt,
-          delayMs: delay,
-          rows: size,
-          error: errorText(error),
-        });
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
+  // ---- pending lane ----
+
+  #flushLane(): Promise<void> {
+    if (this.#laneRows.size === 0) return this.#laneTail;
+    const done = new Promise<void>((resolve) =>
+      this.#laneWaiters.push({ inserts: this.#laneRows.size, updates: 0, resolve }),
+    );
+    this.#startLane();
+    return done;
   }
 
-  async #execute(inserts: PendingRow[], updates: PendingUpdate[]): Promise<void> {
-    // Inserts and updates touch disjoint rows (an update of a row still queued was merged into it),
-    // and both are idempotent (a COPY meeting a stored id falls back to the upsert), so they can go
-    // out side by side without a transaction.
-    const work: Promise<void>[] = [];
-    if (inserts.length > 0) work.push(this.#insert(inserts));
-    if (updates.length > 0) work.push(this.#runner.execute(...statement(updateRowsStatement(updates))));
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`lineage commit did not finish within ${this.#attemptTimeoutMs} ms`)),
-        this.#attemptTimeoutMs,
-      );
+  #startLane(): void {
+    if (this.#laneDraining !== undefined) return;
+    this.#laneDraining = this.#drainLane().finally(() => {
+      this.#laneDraining = undefined;
+      if (this.#laneRows.size > 0) this.#startLane();
     });
+  }
+
+  async #drainLane(): Promise<void> {
+    // No interval: the caller is waiting. Rows registered while the commits run go out together next.
+    while (this.#laneRows.size > 0) {
+      // Registrations made in the same turn (concurrent handlers) share the commit.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.#laneFlights.size >= this.#laneWidth) {
+        await Promise.race(this.#laneFlights);
+        continue;
+      }
+      const rows = take(this.#laneRows, this.#batchSize);
+      if (rows.length === 0) continue;
+      const served = serve(this.#laneWaiters, rows.length, 0);
+      for (const r of rows) this.#laneInFlight.add(r.id);
+      const flight = this.#commitLane(rows);
+      this.#laneFlights.add(flight);
+      void flight.then(() => this.#laneFlights.delete(flight));
+      // Batches may commit out of order; a waiter counted rows up to this batch, so it also needs
+      // every batch taken before it.
+      this.#laneTail = Promise.all([this.#laneTail, flight]).then(() => {});
+      void this.#laneTail.then(() => {
+        for (const waiter of served) waiter.resolve();
+      });
+    }
+    const rest = this.#laneWaiters;
+    this.#laneWaiters = [];
+    void this.#laneTail.then(() => {
+      for (const waiter of rest) waiter.resolve();
+    });
+  }
+
+  /** Commits one pending-lane batch (never rejects), then releases the bulk writes held for its rows. */
+  async #commitLane(rows: PendingRow[]): Promise<void> {
     try {
-      await Promise.race([Promise.all(work), timeout]);
+      // A re-registered row whose bulk write is still in flight: that write must land first.
+      while (this.#batch !== undefined && rows.some((r) => this.#inFlight.has(r.id))) await this.#batch;
+      await this.#lane.write(rows, []);
     } finally {
-      clearTimeout(timer);
-      // A timed-out statement may still settle later; its outcome no longer matters.
-      for (const w of work) w.catch(() => {});
-    }
-  }
-
-  /**
-   * New rows go out as a plain COPY where the runner can (PGlite); a batch holding an id that is
-   * already stored (a retried batch whose first attempt did commit, or a row recorded twice) fails
-   * as a whole with unique_violation and is sent again as the upsert, which is idempotent.
-   */
-  async #insert(rows: PendingRow[]): Promise<void> {
-    const runner = this.#runner;
-    if (runner.copy !== undefined) {
-      const csv = copyRowsCsv(rows);
-      try {
-        await runner.copy(COPY_ROWS_SQL, csv);
-        return;
-      } catch (error) {
-        if ((error as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw error;
-      }
-    }
-    await runner.execute(...statement(insertRowsStatement(rows)));
-  }
-
-  async #isolate(inserts: PendingRow[], updates: PendingUpdate[], cause: unknown): Promise<void> {
-    this.#log.warn("lineage batch rejected by the database; writing its rows one by one", {
-      error: errorText(cause),
-    });
-    for (const [rows, ups] of [
-      ...inserts.map((row) => [[row], []] as const),
-      ...updates.map((up) => [[], [up]] as const),
-    ]) {
-      try {
-        await this.#execute([...rows], [...ups]);
-        this.#counters.written++;
-      } catch (error) {
-        this.#counters.lost++;
-        this.#log.error("lineage write rejected; lost", {
-          id: rows[0]?.id ?? ups[0]?.id,
-          error: errorText(error),
-          lost: this.#counters.lost,
-        });
+      for (const r of rows) {
+        this.#laneInFlight.delete(r.id);
+        const replays = this.#deferred.get(r.id);
+        if (replays === undefined) continue;
+        this.#deferred.delete(r.id);
+        this.#deferredCount -= replays.length;
+        for (const replay of replays) replay();
       }
     }
   }
 }
 
-const UNIQUE_VIOLATION = "23505";
-
-function statement(s: { text: string; params: readonly unknown[] }): [string, readonly unknown[]] {
-  return [s.text, s.params];
+/** Counts a taken batch against a lane's waiters; returns (and removes) those it completes. */
+function serve(waiters: Waiter[], inserts: number, updates: number): Waiter[] {
+  const served: Waiter[] = [];
+  for (let i = 0; i < waiters.length; ) {
+    const waiter = waiters[i] as Waiter;
+    waiter.inserts -= inserts;
+    waiter.updates -= updates;
+    if (waiter.inserts > 0 || waiter.updates > 0) {
+      i++;
+      continue;
+    }
+    served.push(waiter);
+    waiters.splice(i, 1);
+  }
+  return served;
 }
+
+function applyChange(target: PendingRow | PendingUpdate, change: LineageUpdate): void {
+  target.status = change.status;
+  if (change.outputKeys !== undefined) target.output_keys = change.outputKeys;
+  if (change.error !== undefined) target.error = change.error;
+  if (change.finishedAt !== undefined) target.finished_at = change.finishedAt;
+  if (change.attempt !== undefined) target.attempt = change.attempt;
+}
+
+const STATUS_RANK: Record<LineageStatus, number> = {
+  pending: 0,
+  initiated: 1,
+  processing: 2,
+  completed: 3,
+  failed: 3,
+  abandoned: 3,
+};
+
+/**
+ * In-memory twin of the upsert guard: when a queued write for the same id is further along by
+ * (attempt, status rank) than `fresh`, its outcome is carried onto `fresh`, so replacing the queued
+ * write can never move the row backwards (e.g. a duplicate `pending` over a queued `completed`).
+ */
+function keepFurthest(fresh: PendingRow, queued: PendingRow | PendingUpdate | undefined): void {
+  if (queued === undefined) return;
+  const queuedAttempt = queued.attempt ?? fresh.attempt;
+  const ahead =
+    queuedAttempt > fresh.attempt ||
+    (queuedAttempt === fresh.attempt && STATUS_RANK[queued.status] > STATUS_RANK[fresh.status]);
+  if (!ahead) return;
+  fresh.status = queued.status;
+  fresh.attempt = queuedAttempt;
+  if (queued.output_keys !== null) fresh.output_keys = queued.output_keys;
+  if (queued.error !== null) fresh.error = queued.error;
+  if (queued.finished_at !== null) fresh.finished_at = queued.finished_at;
+}
+
+/** Pending-lane commits in flight at once on a dedicated pool. */
+const LANE_WIDTH = 2;
 
 function take<V>(map: Map<string, V>, max: number): V[] {
   const out: V[] = [];
@@ -339,16 +443,4 @@ function take<V>(map: Map<string, V>, max: number): V[] {
     map.delete(key);
   }
   return out;
-}
-
-/** SQLSTATE classes 22 (data) and 23 (constraints): retrying the same batch cannot succeed. */
-function isDataError(error: unknown): boolean {
-  // A TypeError comes from serialising the batch (e.g. a BigInt smuggled into a payload).
-  if (error instanceof TypeError) return true;
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" && /^(22|23)[0-9A-Z]{3}$/.test(code);
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

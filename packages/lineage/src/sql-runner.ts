@@ -13,6 +13,12 @@ export interface LineageSqlRunner {
    * every batch as a multi-row upsert instead.
    */
   copy?(text: string, data: string): Promise<void>;
+  /**
+   * A second channel on a connection of its own, for the writer's pending lane (small commits a
+   * caller awaits before publishing), so they never queue behind a bulk batch on the same socket.
+   * Optional: without it the pending lane shares this runner. Closed by this runner's `close`.
+   */
+  pendingLane?(): LineageSqlRunner;
   /** Drops every pooled connection after a failure that may have left one unusable. */
   reset(): void;
   close(): Promise<void>;
@@ -44,7 +50,17 @@ export function createPostgresSqlRunner(
       connection: { application_name: options.applicationName ?? "factflow-lineage-writer" },
     });
   let sql = make();
+  let lane: LineageSqlRunner | undefined;
   return {
+    pendingLane() {
+      // Two connections: the writer keeps up to two pending-lane commits in flight.
+      lane ??= createPostgresSqlRunner(url, {
+        ...options,
+        max: 2,
+        applicationName: `${options.applicationName ?? "factflow-lineage-writer"}-pending`,
+      });
+      return lane;
+    },
     async execute(text, params) {
       await sql.unsafe(text, params as never[]);
     },
@@ -56,7 +72,7 @@ export function createPostgresSqlRunner(
       old.end({ timeout: 0 }).catch(() => {});
     },
     async close() {
-      await sql.end({ timeout: 5 });
+      await Promise.all([sql.end({ timeout: 5 }), lane?.close()]);
     },
   };
 }

@@ -315,6 +315,22 @@ export function lineageSuite(dialect: "pglite" | "postgres", target: SuiteTarget
       expect(await db.lineage.routeInputs(exec, "nowhere")).toEqual([]);
     });
 
+    it("reads the committed status of one message for duplicate detection", async () => {
+      const exec = uuidv7();
+      const status = db.lineage.messageStatus!.bind(db.lineage);
+      expect(await status(exec, "nobody")).toBeUndefined();
+      const first = row(exec, { kind: "message", messageId: "m", attempt: 1, status: "failed" });
+      const retry = row(exec, { kind: "message", messageId: "m", attempt: 2, status: "completed" });
+      db.lineage.record(first);
+      db.lineage.record(retry);
+      db.lineage.record(row(exec, { kind: "adapter", messageId: "m", attempt: 3, status: "pending" }));
+      await db.lineage.flush();
+      // The furthest attempt of the message row wins; adapter rows of the same message do not count.
+      expect(await status(exec, "m")).toEqual({ status: "completed", attempt: 2 });
+      expect(await status(exec, "")).toBeUndefined();
+      await expect(status("not-a-uuid", "m")).rejects.toMatchObject({ code: "invalid_argument" });
+    });
+
     it("isolates a row the database rejects and counts it lost, keeping the rest", async () => {
       const exec = uuidv7();
       const lostBefore = db.lineage.counters().lost;

@@ -168,6 +168,31 @@ describe("lineage writer on PGlite (COPY path)", () => {
     expect(writer.counters()).toMatchObject({ written: 3, lost: 0 });
   });
 
+  it("never lets a duplicate registration or record undo a queued completion", async () => {
+    const writer = new LineageWriter(runner, silentLogger);
+    const exec = uuidv7();
+    const child = row(exec, { kind: "message" });
+    await writer.registerPending([child]);
+    const finishedAt = new Date().toISOString();
+    // The consumer completes the child; before that update commits, a re-run of the parent (a
+    // broker redelivery) registers the same deterministic child id again as pending.
+    writer.update(child.id, { status: "completed", finishedAt });
+    await writer.registerPending([child]);
+    await writer.flush();
+    expect((await stored(child.id))?.status).toBe("completed");
+    // The same through record(): a queued completion survives a later pending record.
+    const other = row(exec, { kind: "message" });
+    await writer.registerPending([other]);
+    writer.update(other.id, { status: "completed", finishedAt });
+    writer.record(other);
+    await writer.flush();
+    expect((await stored(other.id))?.status).toBe("completed");
+    // A higher attempt still wins (a retry restarts the row at pending).
+    writer.update(other.id, { status: "pending", attempt: 2 });
+    await writer.flush();
+    expect(await stored(other.id)).toMatchObject({ status: "pending", attempt: 2 });
+  });
+
   it("updates small batches (ids listed for the planner) and large ones alike", async () => {
     const writer = new LineageWriter(runner, silentLogger);
     const exec = uuidv7();

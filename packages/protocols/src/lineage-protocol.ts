@@ -122,5 +122,15 @@ export interface LineageProtocol {
     route: string,
     messageIds?: readonly string[],
   ): Promise<readonly RecordedInput[]>;
+  /**
+   * The committed `message` row of `messageId` (no flush: what other processes see too), or
+   * undefined when none is stored. The engine asks it for broker-redelivered messages it has no
+   * memory of, to acknowledge one already settled for good instead of running it again. Optional:
+   * without it, that recognition is limited to the process that settled the message.
+   */
+  messageStatus?(
+    executionId: string,
+    messageId: string,
+  ): Promise<{ readonly status: LineageStatus; readonly attempt: number } | undefined>;
   close(): Promise<void>;
 }

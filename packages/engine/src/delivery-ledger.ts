@@ -1,0 +1,110 @@
+/** Settled message ids a ledger remembers by default (a few MB per busy execution at most). */
+export const DEFAULT_SETTLED_MEMORY = 50_000;
+
+/** How a message's delivery ended for good in this process. */
+export interface SettledDelivery {
+  /** `completed`: acknowledged; `failed`: rejected or dead-lettered after its last attempt. */
+  readonly outcome: "completed" | "failed";
+  /** The attempt that settled it. */
+  readonly attempt: number;
+}
+
+/** What {@link DeliveryLedger.classify} decides for an arriving delivery. */
+export type DeliveryVerdict = "fresh" | "duplicate";
+
+/**
+ * Remembers, per execution and in this process, which message ids are being handled and which were
+ * settled for good, so a broker redelivery (ack lost to a connection cut, a duplicate publish of a
+ * re-run parent) is acknowledged without running the adapters again.
+ *
+ * Bounded: the oldest settled ids are forgotten past `capacity`. It sees only this process, so a
+ * redelivery that lands on ANOTHER process (or after a restart) is re-run; deterministic child ids
+ * keep that re-run's fan-out on the same lineage rows and messages.
+ */
+export class DeliveryLedger {
+  readonly #capacity: number;
+  /** Settled ids, oldest first (a Map keeps insertion order: an LRU by settle time). */
+  readonly #settled = new Map<string, SettledDelivery>();
+  /** Ids with a handler running, and a promise that resolves when it ends. */
+  readonly #running = new Map<string, { done: Promise<void>; end: () => void }>();
+  /** Deliveries acknowledged as duplicates. */
+  duplicates = 0;
+
+  constructor(capacity = DEFAULT_SETTLED_MEMORY) {
+    this.#capacity = Math.max(1, capacity);
+  }
+
+  /** How the id was settled for good in this process, if it was (and is still remembered). */
+  settled(id: string): SettledDelivery | undefined {
+    return this.#settled.get(id);
+  }
+
+  /** True while a handler of this id runs in this process. */
+  isRunning(id: string): boolean {
+    return this.#running.has(id);
+  }
+
+  /**
+   * Whether a delivery must run or is a duplicate. A completed message is always a duplicate. A
+   * failed one only when the broker marks it redelivered or its attempt did not move back: an
+   * operator's redrive of a dead letter comes back at attempt 1, not redelivered, and must run.
+   */
+  classify(id: string, attempt: number, redelivered: boolean): DeliveryVerdict {
+    const prior = this.#settled.get(id);
+    if (prior === undefined) return "fresh";
+    if (prior.outcome === "completed") return "duplicate";
+    return redelivered || (attempt > 1 && attempt >= prior.attempt) ? "duplicate" : "fresh";
+  }
+
+  /**
+   * Waits until no handler of `id` runs, then claims it. Resolves false when one of `signals` aborts first
+   * (the claim is not taken). Two copies of one message never run at once in this process: the
+   * second waits for the first to settle, then is classified.
+   */
+  async claim(id: string, signals: readonly AbortSignal[]): Promise<boolean> {
+    for (;;) {
+      if (signals.some((s) => s.aborted)) return false;
+      const current = this.#running.get(id);
+      if (current === undefined) break;
+      // Rare (two copies of one message at once): plain listeners, removed on either outcome.
+      const aborted = await new Promise<boolean>((resolve) => {
+        const finish = (value: boolean) => {
+          for (const s of signals) s.removeEventListener("abort", onAbort);
+          resolve(value);
+        };
+        const onAbort = () => finish(true);
+        for (const s of signals) s.addEventListener("abort", onAbort, { once: true });
+        void current.done.then(() => finish(false));
+      });
+      if (aborted) return false;
+    }
+    let end = () => {};
+    const done = new Promise<void>((resolve) => {
+      end = resolve;
+    });
+    this.#running.set(id, { done, end });
+    return true;
+  }
+
+  /** Ends a {@link claim}. */
+  release(id: string): void {
+    const current = this.#running.get(id);
+    this.#running.delete(id);
+    current?.end();
+  }
+
+  /** Records a final settlement (call before the delivery is acknowledged). */
+  settle(id: string, outcome: SettledDelivery["outcome"], attempt: number): void {
+    this.#settled.delete(id);
+    this.#settled.set(id, { outcome, attempt });
+    if (this.#settled.size > this.#capacity) {
+      const oldest = this.#settled.keys().next();
+      if (oldest.done !== true) this.#settled.delete(oldest.value);
+    }
+  }
+
+  /** Forgets a failed settlement that a redrive is now re-running. */
+  reopen(id: string): void {
+    this.#settled.delete(id);
+  }
+}

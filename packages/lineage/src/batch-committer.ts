@@ -1,0 +1,163 @@
+import type { LineageCounters, Logger } from "@factflow/protocols";
+import {
+  COPY_ROWS_SQL,
+  copyRowsCsv,
+  insertRowsStatement,
+  type PendingRow,
+  type PendingUpdate,
+  updateRowsStatement,
+} from "./lineage-sql.js";
+import type { LineageSqlRunner } from "./sql-runner.js";
+
+/** Retry policy of one {@link BatchCommitter}. */
+export interface CommitPolicy {
+  readonly attempts: number;
+  readonly retryDelayMs: number;
+  readonly maxRetryDelayMs: number;
+  readonly attemptTimeoutMs: number;
+}
+
+/** The writer's counters the committer adds to (shared by both of the writer's lanes). */
+export type WriteCounters = Omit<LineageCounters, "queued">;
+
+/**
+ * Commits one batch of lineage rows and updates through one runner: retried with backoff on a
+ * fresh pool, split row by row when the database rejects the data, counted lost when nothing helps.
+ * It never throws.
+ */
+export class BatchCommitter {
+  readonly #runner: LineageSqlRunner;
+  readonly #log: Logger;
+  readonly #policy: CommitPolicy;
+  readonly #counters: WriteCounters;
+
+  constructor(runner: LineageSqlRunner, log: Logger, policy: CommitPolicy, counters: WriteCounters) {
+    this.#runner = runner;
+    this.#log = log;
+    this.#policy = policy;
+    this.#counters = counters;
+  }
+
+  /** Resolves once the batch is committed or counted lost; true when nothing of it was lost. */
+  async write(inserts: PendingRow[], updates: PendingUpdate[]): Promise<boolean> {
+    const size = inserts.length + updates.length;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#execute(inserts, updates);
+        this.#counters.written += size;
+        return true;
+      } catch (error) {
+        if (isDataError(error)) {
+          // One bad row must not cost the whole batch: write them one by one.
+          return this.#isolate(inserts, updates, error);
+        }
+        this.#runner.reset();
+        if (attempt >= this.#policy.attempts) {
+          this.#counters.lost += size;
+          this.#log.error("lineage batch lost after retries", {
+            rows: inserts.length,
+            updates: updates.length,
+            attempts: attempt,
+            error: errorText(error),
+            lost: this.#counters.lost,
+          });
+          return false;
+        }
+        this.#counters.retriedWrites += size;
+        const delay = Math.min(this.#policy.retryDelayMs * 2 ** (attempt - 1), this.#policy.maxRetryDelayMs);
+        this.#log.warn("lineage write failed; retrying", {
+          attempt,
+          delayMs: delay,
+          rows: size,
+          error: errorText(error),
+        });
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
+  async #execute(inserts: PendingRow[], updates: PendingUpdate[]): Promise<void> {
+    // Inserts and updates touch disjoint rows (an update of a row still queued was merged into it),
+    // and both are idempotent (a COPY meeting a stored id falls back to the upsert), so they can go
+    // out side by side without a transaction.
+    const work: Promise<void>[] = [];
+    if (inserts.length > 0) work.push(this.#insert(inserts));
+    if (updates.length > 0) {
+      const s = updateRowsStatement(updates);
+      work.push(this.#runner.execute(s.text, s.params));
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`lineage commit did not finish within ${this.#policy.attemptTimeoutMs} ms`)),
+        this.#policy.attemptTimeoutMs,
+      );
+    });
+    try {
+      await Promise.race([Promise.all(work), timeout]);
+    } finally {
+      clearTimeout(timer);
+      // A timed-out statement may still settle later; its outcome no longer matters (and a late
+      // insert cannot regress a row: see the upsert's guard in lineage-sql.ts).
+      for (const w of work) w.catch(() => {});
+    }
+  }
+
+  /**
+   * New rows go out as a plain COPY where the runner can (PGlite); a batch holding an id that is
+   * already stored (a retried batch whose first attempt did commit, or a row recorded twice) fails
+   * as a whole with unique_violation and is sent again as the upsert, which is idempotent.
+   */
+  async #insert(rows: PendingRow[]): Promise<void> {
+    const runner = this.#runner;
+    if (runner.copy !== undefined) {
+      try {
+        await runner.copy(COPY_ROWS_SQL, copyRowsCsv(rows));
+        return;
+      } catch (error) {
+        if ((error as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw error;
+      }
+    }
+    const s = insertRowsStatement(rows);
+    await runner.execute(s.text, s.params);
+  }
+
+  async #isolate(inserts: PendingRow[], updates: PendingUpdate[], cause: unknown): Promise<boolean> {
+    this.#log.warn("lineage batch rejected by the database; writing its rows one by one", {
+      error: errorText(cause),
+    });
+    let whole = true;
+    for (const [rows, ups] of [
+      ...inserts.map((row) => [[row], []] as const),
+      ...updates.map((up) => [[], [up]] as const),
+    ]) {
+      try {
+        await this.#execute([...rows], [...ups]);
+        this.#counters.written++;
+      } catch (error) {
+        whole = false;
+        this.#counters.lost++;
+        this.#log.error("lineage write rejected; lost", {
+          id: rows[0]?.id ?? ups[0]?.id,
+          error: errorText(error),
+          lost: this.#counters.lost,
+        });
+      }
+    }
+    return whole;
+  }
+}
+
+const UNIQUE_VIOLATION = "23505";
+
+/** SQLSTATE classes 22 (data) and 23 (constraints): retrying the same batch cannot succeed. */
+function isDataError(error: unknown): boolean {
+  // A TypeError comes from serialising the batch (e.g. a BigInt smuggled into a payload).
+  if (error instanceof TypeError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^(22|23)[0-9A-Z]{3}$/.test(code);
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,106 @@
+import { silentLogger } from "@factflow/protocols";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createPostgresSqlRunner, LineageWriter, openLineageDatabase, uuidv7 } from "../src/index.js";
+import { row } from "./lineage-suite.js";
+import { createTestDatabase, skipWithoutPostgres } from "./pg-test-database.js";
+
+const skip = await skipWithoutPostgres();
+
+describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
+  let url = "";
+  let dropDb: (() => Promise<void>) | undefined;
+  let admin: postgres.Sql;
+  beforeAll(async () => {
+    const created = await createTestDatabase("factflow_lane");
+    url = created.url;
+    dropDb = created.drop;
+    // Creates the schema.
+    await (await openLineageDatabase({ databaseUrl: url })).close();
+    admin = postgres(url, { max: 1, onnotice: () => {} });
+  });
+  afterAll(async () => {
+    await admin?.end();
+    await dropDb?.();
+  });
+
+  const statusOf = async (id: string) =>
+    (
+      await admin<{ status: string; attempt: number }[]>`select status, attempt from lineage where id = ${id}`
+    )[0];
+
+  it("commits on a connection of its own, durable on return, while bulk writes keep flowing", async () => {
+    const app = `factflow-lane-${Math.random().toString(36).slice(2, 8)}`;
+    const runner = createPostgresSqlRunner(url, { applicationName: app });
+    expect(runner.pendingLane?.()).toBe(runner.pendingLane?.());
+    expect(runner.pendingLane?.()).not.toBe(runner);
+    const writer = new LineageWriter(runner, silentLogger);
+    const exec = uuidv7();
+    try {
+      for (let i = 0; i < 3000; i++) writer.record(row(exec, { status: "completed" }));
+      const children = Array.from({ length: 20 }, () => row(exec, { kind: "message" }));
+      await Promise.all(children.map((c) => writer.registerPending([c])));
+      for (const c of children) expect(await statusOf(c.id)).toEqual({ status: "pending", attempt: 1 });
+      const lanes = await admin<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+        where application_name = ${`${app}-pending`}`;
+      expect(lanes[0]?.n).toBeGreaterThan(0);
+      await writer.flush();
+      const total = await admin<
+        { n: number }[]
+      >`select count(*)::int as n from lineage where execution_id = ${exec}`;
+      expect(total[0]?.n).toBe(3020);
+      expect(writer.counters()).toMatchObject({ written: 3020, lost: 0, queued: 0 });
+    } finally {
+      await writer.close();
+      await runner.close();
+    }
+  });
+
+  it("keeps the newer status when an insert of the same row lands after an update", async () => {
+    const runner = createPostgresSqlRunner(url);
+    const writer = new LineageWriter(runner, silentLogger);
+    try {
+      const r = row(uuidv7());
+      await writer.registerPending([r]);
+      writer.update(r.id, { status: "completed" });
+      await writer.flush();
+      writer.record(r);
+      await writer.flush();
+      expect(await statusOf(r.id)).toEqual({ status: "completed", attempt: 1 });
+      writer.record({ ...r, status: "failed", attempt: 2 });
+      await writer.flush();
+      expect(await statusOf(r.id)).toEqual({ status: "failed", attempt: 2 });
+    } finally {
+      await writer.close();
+      await runner.close();
+    }
+  });
+
+  it("survives its pending-lane connection being terminated without losing a registration", async () => {
+    const app = `factflow-lane-${Math.random().toString(36).slice(2, 8)}`;
+    const runner = createPostgresSqlRunner(url, { applicationName: app });
+    const writer = new LineageWriter(runner, silentLogger, { retryDelayMs: 10, attemptTimeoutMs: 3000 });
+    const exec = uuidv7();
+    try {
+      let terminated = 0;
+      for (let round = 0; round < 5; round++) {
+        const registered = Promise.all(
+          Array.from({ length: 20 }, () => writer.registerPending([row(exec, { kind: "message" })])),
+        );
+        const killed = await admin`select pg_terminate_backend(pid) from pg_stat_activity
+          where application_name = ${`${app}-pending`}`;
+        terminated += killed.length;
+        await registered;
+      }
+      expect(terminated).toBeGreaterThan(0);
+      expect(writer.counters()).toMatchObject({ lost: 0, queued: 0, written: 100 });
+      const total = await admin<
+        { n: number }[]
+      >`select count(*)::int as n from lineage where execution_id = ${exec}`;
+      expect(total[0]?.n).toBe(100);
+    } finally {
+      await writer.close();
+      await runner.close();
+    }
+  });
+});
