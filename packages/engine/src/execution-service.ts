@@ -7,8 +7,8 @@ import type {
   Logger,
   PipelineConfig,
 } from "@factflow/protocols";
-import { PipelineError } from "@factflow/protocols";
-import { ExecutionNotFoundError } from "./errors.js";
+import { OPEN_LINEAGE_STATUSES, PipelineError } from "@factflow/protocols";
+import { DELIVERY_ABANDONED, ExecutionNotFoundError } from "./errors.js";
 import {
   type ExecutionEvent,
   ExecutionEventHub,
@@ -110,14 +110,59 @@ export class ExecutionService {
     return record;
   }
 
-  /** Continues a `running` execution after a restart: the broker still holds its messages. */
+  /**
+   * Continues a `running` execution after a restart: the broker still holds its messages. Adapter
+   * rows the previous process left open (it died mid-invocation) are closed as abandoned first.
+   */
   async resume(executionId: string): Promise<ExecutionRecord> {
     const record = await this.get(executionId);
     if (record.status !== "running")
       throw new ExecutionNotFoundError(executionId, `is ${record.status}, not running`);
     if (this.#manager.get(executionId) !== undefined) return record;
+    await this.#abandonOpenAdapterRows(executionId);
     await this.#start(record, { kind: "none" });
     return record;
+  }
+
+  /**
+   * A process killed mid-invocation never closes the invocation's adapter row, and a redelivery
+   * runs under a new row id, so the stale row would stay open and block completion for ever. No
+   * orchestrator of this execution runs here, so every open adapter row belongs to a dead
+   * invocation. (Message rows stay open: the broker redelivers those messages and closes them.)
+   */
+  async #abandonOpenAdapterRows(executionId: string): Promise<void> {
+    await this.#lineage.flush();
+    const stale: string[] = [];
+    for (const status of OPEN_LINEAGE_STATUSES) {
+      for (let offset = 0; ; offset += 10_000) {
+        const page = await this.#lineage.rows(executionId, {
+          kind: "adapter",
+          status,
+          offset,
+          limit: 10_000,
+        });
+        stale.push(...page.items.map((row) => row.id));
+        if (page.items.length < 10_000) break;
+      }
+    }
+    if (stale.length === 0) return;
+    const finishedAt = new Date().toISOString();
+    for (const id of stale) {
+      this.#lineage.update(id, {
+        status: "abandoned",
+        error: {
+          class: DELIVERY_ABANDONED,
+          message: "the process running this invocation stopped; the broker redelivers the message",
+          retryable: true,
+          fatal: false,
+        },
+        finishedAt,
+      });
+    }
+    await this.#lineage.flush();
+    this.#logger.info(`closed ${stale.length} adapter rows left open by a stopped process`, {
+      executionId,
+    });
   }
 
   async get(executionId: string): Promise<ExecutionRecord> {
