@@ -2,6 +2,7 @@ import { type Logger, ProviderError } from "@factflow/protocols";
 import amqp, { type ChannelModel } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import { type RabbitMqConfig, redactUrl } from "./config.js";
+import { batchSocketWrites } from "./write-batching.js";
 
 /** Longest a graceful close may take before the socket is destroyed (a stalled peer never answers). */
 const CLOSE_GRACE_MS = 2_000;
@@ -123,6 +124,7 @@ export class ConnectionManager {
     this.generation += 1;
     this.connectCount += 1;
     const live: LiveConnection = { model, generation: this.generation };
+    batchSocketWrites(model);
     model.on("error", (error: Error) => {
       this.logger.warn("rabbitmq connection error", {
         error: classifyAmqpError(error, "connection", this.config.url).message,

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import {
-  compactHeaders,
   envelopeFromHeaders,
   Headers,
   type JsonValue,
   type MessageEnvelope,
   type OutboundMessage,
+  PUBLISHED_AT_HEADER,
   prepareOutbound,
 } from "@factflow/protocols";
 import type { Message, Options } from "amqplib";
@@ -34,9 +34,14 @@ export function encodeMessage(
   maxBytes: number,
 ): EncodedMessage {
   const prepared = prepareOutbound("rabbitmq", destination, message, { maxBytes, newId: randomUUID });
-  const headers = compactHeaders(prepared);
-  delete headers[Headers.messageId];
-  delete headers[Headers.correlationId];
+  // `compactHeaders` minus the two ids, built in one pass: deleting keys from the copy would turn it
+  // into a slow dictionary-mode object that amqplib then walks to encode the header table.
+  const headers: Record<string, string> = {};
+  for (const key in prepared.headers) {
+    if (key !== Headers.messageId && key !== Headers.correlationId) headers[key] = prepared.headers[key]!;
+  }
+  if (prepared.attempt !== 1) headers[Headers.deliveryAttempt] = String(prepared.attempt);
+  headers[PUBLISHED_AT_HEADER] = prepared.publishedAt;
   const content = Buffer.from(prepared.bodyJson);
   const { id, correlationId, priority } = prepared;
   return priority === undefined

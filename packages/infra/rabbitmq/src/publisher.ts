@@ -3,18 +3,16 @@ import type { ConfirmChannel, Message } from "amqplib";
 import { amqpReplyCode, classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager, LiveConnection } from "./connection-manager.js";
+import { DeadlineSweep, type Expiring } from "./deadline-sweep.js";
 import { type EncodedMessage, publishOptions } from "./envelope-codec.js";
 import { settleWithin } from "./settle-within.js";
-
-interface PendingConfirm {
-  returned?: string;
-}
 
 /** The confirm channel of one connection generation, with the bookkeeping of mandatory returns. */
 interface PublishChannel {
   readonly channel: ConfirmChannel;
   readonly generation: number;
-  readonly pendingByKey: Map<string, PendingConfirm[]>;
+  /** Mandatory publishes awaiting their confirm, by message id (a `basic.return` precedes the ack). */
+  readonly pendingById: Map<string, PendingConfirm | PendingConfirm[]>;
   closed: boolean;
   /** Why the broker closed the channel (emitted before the pending confirms fail). */
   closeError: Error | undefined;
@@ -31,8 +29,58 @@ export interface PublishTarget {
   readonly describe: string;
 }
 
-const keyOf = (exchange: string, routingKey: string, id: unknown) =>
-  `${exchange}\u0000${routingKey}\u0000${String(id)}`;
+const whatOf = (target: PublishTarget) => `publish to "${target.describe}"`;
+
+/**
+ * One publish awaiting its confirm. Its deadline is watched by the publisher's single
+ * {@link DeadlineSweep} rather than a timer of its own; whichever of confirm and deadline comes first
+ * settles it.
+ */
+class PendingConfirm implements Expiring {
+  /** Why the broker returned the message as unroutable, if it did. */
+  returned: string | undefined = undefined;
+  settled = false;
+
+  constructor(
+    readonly deadline: number,
+    readonly target: PublishTarget,
+    readonly id: string,
+    readonly timeoutMs: number,
+    readonly resolve: () => void,
+    readonly reject: (error: unknown) => void,
+  ) {}
+
+  expire(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reject(
+      new ProviderError(
+        "rabbitmq",
+        "timeout",
+        `${whatOf(this.target)} timed out after ${this.timeoutMs} ms waiting for the publisher confirm; the broker may be overloaded or unreachable (raise publishTimeoutMs if this is expected)`,
+        { retryable: true },
+      ),
+    );
+  }
+}
+
+/** Files a mandatory publish under its message id, so a `basic.return` can find it. */
+function track(pc: PublishChannel, entry: PendingConfirm): void {
+  const found = pc.pendingById.get(entry.id);
+  if (found === undefined) pc.pendingById.set(entry.id, entry);
+  else if (Array.isArray(found)) found.push(entry);
+  else pc.pendingById.set(entry.id, [found, entry]);
+}
+
+function untrack(pc: PublishChannel, entry: PendingConfirm): void {
+  const found = pc.pendingById.get(entry.id);
+  if (found === entry) pc.pendingById.delete(entry.id);
+  else if (Array.isArray(found)) {
+    const index = found.indexOf(entry);
+    if (index >= 0) found.splice(index, 1);
+    if (found.length === 0) pc.pendingById.delete(entry.id);
+  }
+}
 
 /**
  * Publishes with publisher confirms. A publish resolves once the broker confirmed it; it is
@@ -42,6 +90,8 @@ const keyOf = (exchange: string, routingKey: string, id: unknown) =>
  */
 export class Publisher {
   private current: PublishChannel | undefined;
+  /** Deadlines of every publish awaiting its confirm. */
+  private readonly deadlines = new DeadlineSweep<PendingConfirm>();
   private opening: Promise<PublishChannel> | undefined;
 
   constructor(
@@ -53,46 +103,39 @@ export class Publisher {
   /** Publishes `encoded` and waits for the broker's confirm. */
   async publish(target: PublishTarget, encoded: EncodedMessage): Promise<void> {
     const deadline = Date.now() + this.config.publishTimeoutMs;
-    const what = `publish to "${target.describe}"`;
     let backoffMs = 25;
-    const pause = async () => {
+    for (;;) {
+      // Fast path: connected, unblocked, channel open — no extra awaits on the hot path.
+      const live =
+        this.connection.current() ?? (await this.connection.waitForConnection(deadline, whatOf(target)));
+      if (this.connection.isBlocked) await this.connection.waitUnblocked(deadline, whatOf(target));
+      let error: unknown;
+      try {
+        const open = this.current;
+        const pc =
+          open !== undefined && !open.closed && open.generation === live.generation
+            ? open
+            : await this.channelFor(live);
+        try {
+          await this.sendOnce(pc, target, encoded, deadline);
+          return;
+        } catch (sendError) {
+          error = sendError;
+          if (this.canRetry(error, deadline)) {
+            this.logger.debug("rabbitmq publish interrupted; retrying on the next channel", {
+              destination: target.describe,
+            });
+          }
+        }
+      } catch (channelError) {
+        error = channelError;
+      }
+      if (!this.canRetry(error, deadline)) throw classifyAmqpError(error, whatOf(target), this.config.url);
       // A connection that died but is not yet noticed fails fast; do not spin on it.
       await new Promise((resolve) =>
         setTimeout(resolve, Math.min(backoffMs, Math.max(0, deadline - Date.now()))),
       );
       backoffMs = Math.min(backoffMs * 2, 500);
-    };
-    for (;;) {
-      // Fast path: connected, unblocked, channel open — no extra awaits on the hot path.
-      const live = this.connection.current() ?? (await this.connection.waitForConnection(deadline, what));
-      if (this.connection.isBlocked) await this.connection.waitUnblocked(deadline, what);
-      let pc: PublishChannel;
-      try {
-        const open = this.current;
-        pc =
-          open !== undefined && !open.closed && open.generation === live.generation
-            ? open
-            : await this.channelFor(live);
-      } catch (error) {
-        if (this.canRetry(error, deadline)) {
-          await pause();
-          continue;
-        }
-        throw classifyAmqpError(error, what, this.config.url);
-      }
-      try {
-        await this.sendOnce(pc, target, encoded, deadline, what);
-        return;
-      } catch (error) {
-        if (this.canRetry(error, deadline)) {
-          this.logger.debug("rabbitmq publish interrupted; retrying on the next channel", {
-            destination: target.describe,
-          });
-          await pause();
-          continue;
-        }
-        throw classifyAmqpError(error, what, this.config.url);
-      }
     }
   }
 
@@ -102,31 +145,29 @@ export class Publisher {
     return reason === "connection" || reason === "closed";
   }
 
+  /**
+   * One attempt on one channel. The hot path allocates the pending entry, its promise and the
+   * confirm callback, and no timer: the deadline is watched by {@link DeadlineSweep}.
+   */
   private async sendOnce(
     pc: PublishChannel,
     target: PublishTarget,
     encoded: EncodedMessage,
     deadline: number,
-    what: string,
   ): Promise<void> {
     if (pc.drain !== undefined)
-      await this.withDeadline(pc.drain, deadline, what, "the channel's write buffer to drain");
-    const key = keyOf(target.exchange, target.routingKey, encoded.id);
-    const entry: PendingConfirm = {};
-    if (target.mandatory) {
-      const list = pc.pendingByKey.get(key);
-      if (list === undefined) pc.pendingByKey.set(key, [entry]);
-      else list.push(entry);
-    }
-    const cleanup = () => {
-      if (!target.mandatory) return;
-      const list = pc.pendingByKey.get(key);
-      if (list === undefined) return;
-      const index = list.indexOf(entry);
-      if (index >= 0) list.splice(index, 1);
-      if (list.length === 0) pc.pendingByKey.delete(key);
-    };
-    const confirmed = new Promise<void>((resolve, reject) => {
+      await this.withDeadline(pc.drain, deadline, whatOf(target), "the channel's write buffer to drain");
+    return new Promise<void>((resolve, reject) => {
+      const entry = new PendingConfirm(
+        deadline,
+        target,
+        encoded.id,
+        this.config.publishTimeoutMs,
+        resolve,
+        reject,
+      );
+      if (target.mandatory) track(pc, entry);
+      this.deadlines.add(entry);
       let ok: boolean;
       try {
         ok = pc.channel.publish(
@@ -134,54 +175,63 @@ export class Publisher {
           target.routingKey,
           encoded.content,
           publishOptions(encoded, target.mandatory),
-          (err) => {
-            cleanup();
-            if (err !== null && err !== undefined) {
-              const code = amqpReplyCode(pc.closeError);
-              // The broker closed the channel because of this kind of publish (e.g. 404: the exchange
-              // is gone): report that, not a transient "channel closed" that would be retried in vain.
-              if (code === 403 || code === 404 || code === 406) {
-                reject(classifyAmqpError(pc.closeError, what, this.config.url));
-                return;
-              }
-              reject(
-                pc.closed || /closed/i.test(String((err as Error).message ?? err))
-                  ? classifyAmqpError(err, what, this.config.url)
-                  : new ProviderError(
-                      "rabbitmq",
-                      "rejected",
-                      `${what} was nacked by the broker (queue overflow or internal error); retry later`,
-                      { cause: err, retryable: true },
-                    ),
-              );
-            } else if (entry.returned !== undefined) {
-              reject(
-                new ProviderError(
-                  "rabbitmq",
-                  "not-found",
-                  `${what} was returned as unroutable (${entry.returned}): no queue is bound to it; subscribe first or check the name`,
-                ),
-              );
-            } else resolve();
-          },
+          (err) => this.confirmed(pc, entry, err),
         );
       } catch (error) {
-        cleanup();
+        if (target.mandatory) untrack(pc, entry);
+        this.deadlines.delete(entry);
+        entry.settled = true;
         reject(error);
         return;
       }
       if (!ok && pc.drain === undefined) {
-        pc.drain = new Promise<void>((resolve) => {
-          const done = () => {
+        pc.drain = new Promise<void>((done) => {
+          const drained = () => {
             pc.drain = undefined;
-            resolve();
+            done();
           };
-          pc.channel.once("drain", done);
-          pc.channel.once("close", done);
+          pc.channel.once("drain", drained);
+          pc.channel.once("close", drained);
         });
       }
     });
-    await this.withDeadline(confirmed, deadline, what, "the publisher confirm");
+  }
+
+  /** amqplib's confirm callback: the broker acked (`err` null) or nacked, or the channel closed. */
+  private confirmed(pc: PublishChannel, entry: PendingConfirm, err: unknown): void {
+    if (entry.target.mandatory) untrack(pc, entry);
+    // Already timed out: the caller has its error.
+    if (entry.settled) return;
+    entry.settled = true;
+    this.deadlines.delete(entry);
+    if (err !== null && err !== undefined) {
+      const what = whatOf(entry.target);
+      const code = amqpReplyCode(pc.closeError);
+      // The broker closed the channel because of this kind of publish (e.g. 404: the exchange
+      // is gone): report that, not a transient "channel closed" that would be retried in vain.
+      if (code === 403 || code === 404 || code === 406) {
+        entry.reject(classifyAmqpError(pc.closeError, what, this.config.url));
+        return;
+      }
+      entry.reject(
+        pc.closed || /closed/i.test(String((err as Error).message ?? err))
+          ? classifyAmqpError(err, what, this.config.url)
+          : new ProviderError(
+              "rabbitmq",
+              "rejected",
+              `${what} was nacked by the broker (queue overflow or internal error); retry later`,
+              { cause: err, retryable: true },
+            ),
+      );
+    } else if (entry.returned !== undefined) {
+      entry.reject(
+        new ProviderError(
+          "rabbitmq",
+          "not-found",
+          `${whatOf(entry.target)} was returned as unroutable (${entry.returned}): no queue is bound to it; subscribe first or check the name`,
+        ),
+      );
+    } else entry.resolve();
   }
 
   private withDeadline<T>(
@@ -231,7 +281,7 @@ export class Publisher {
     const pc: PublishChannel = {
       channel,
       generation: live.generation,
-      pendingByKey: new Map(),
+      pendingById: new Map(),
       closed: false,
       closeError: undefined,
       drain: undefined,
@@ -246,8 +296,13 @@ export class Publisher {
       pc.closed = true;
     });
     channel.on("return", (message: Message) => {
-      const key = keyOf(message.fields.exchange, message.fields.routingKey, message.properties.messageId);
-      const entry = pc.pendingByKey.get(key)?.find((e) => e.returned === undefined);
+      const { exchange, routingKey } = message.fields;
+      const found = pc.pendingById.get(String(message.properties.messageId));
+      const candidates = found === undefined ? [] : Array.isArray(found) ? found : [found];
+      const entry = candidates.find(
+        (e) =>
+          e.returned === undefined && e.target.exchange === exchange && e.target.routingKey === routingKey,
+      );
       if (entry !== undefined)
         entry.returned = (message.fields as { replyText?: string }).replyText ?? "NO_ROUTE";
     });

@@ -12,6 +12,7 @@ import type { Channel, ConsumeMessage } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager, LiveConnection } from "./connection-manager.js";
+import { DeadlineSweep, type Expiring } from "./deadline-sweep.js";
 import { decodeMessage } from "./envelope-codec.js";
 import { type FailureRoute, publishDeadLetter, publishRetry } from "./failure-router.js";
 import type { Publisher } from "./publisher.js";
@@ -34,6 +35,15 @@ interface Attachment {
 interface Pending {
   readonly message: ConsumeMessage;
   readonly attachment: Attachment;
+}
+
+/** A handler in progress: its abort signal, aborted when `deadline` (its timeout) passes. */
+class RunningHandler implements Expiring {
+  readonly controller = new AbortController();
+  constructor(readonly deadline: number) {}
+  expire(): void {
+    this.controller.abort(new Error("handler timed out"));
+  }
 }
 
 /** What a subscription needs from its provider. */
@@ -73,7 +83,8 @@ export class RabbitSubscription implements Subscription {
   private backlog: Pending[] = [];
   private running = 0;
   private stopped = false;
-  private readonly controllers = new Set<AbortController>();
+  /** Running handlers, whose timeouts share one timer. */
+  private readonly handlers = new DeadlineSweep<RunningHandler>();
   private readonly settling = new Set<Promise<void>>();
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -193,12 +204,9 @@ export class RabbitSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: message.fields.redelivered,
     };
-    const controller = new AbortController();
-    this.controllers.add(controller);
-    const timer = setTimeout(
-      () => controller.abort(new Error("handler timed out")),
-      this.settings.handlerTimeoutMs,
-    );
+    const run = new RunningHandler(Date.now() + this.settings.handlerTimeoutMs);
+    const { controller } = run;
+    this.handlers.add(run);
     let status: string | undefined;
     let reason: string | undefined;
     try {
@@ -209,8 +217,7 @@ export class RabbitSubscription implements Subscription {
       status = undefined;
       reason = error instanceof Error ? error.message : String(error);
     } finally {
-      clearTimeout(timer);
-      this.controllers.delete(controller);
+      this.handlers.delete(run);
     }
     if (controller.signal.aborted || !isSettlingStatus(status)) status = "INCOMPLETE";
     await this.settle(pending, status, reason, decoded.attempt);
@@ -330,7 +337,7 @@ export class RabbitSubscription implements Subscription {
     if (!connectionClosing && open && attachment.consumerTag !== undefined) {
       await settleWithin(attachment.channel.cancel(attachment.consumerTag), SHUTDOWN_STEP_MS);
     }
-    for (const controller of this.controllers) controller.abort(new Error("subscription closed"));
+    for (const run of this.handlers.values()) run.controller.abort(new Error("subscription closed"));
     // Copies being confirmed get a moment to finish, so their originals are acked rather than
     // redelivered as duplicates; a stalled broker cannot hold the shutdown hostage.
     await settleWithin(Promise.allSettled([...this.settling]), SHUTDOWN_STEP_MS);

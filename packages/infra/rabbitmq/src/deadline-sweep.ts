@@ -1,0 +1,59 @@
+/** Something that must give up at `deadline` (epoch ms) unless removed from its sweep first. */
+export interface Expiring {
+  readonly deadline: number;
+  /** Called once, when the deadline passed before the entry was removed. */
+  expire(): void;
+}
+
+/**
+ * Deadlines of many in-flight operations (publishes awaiting their confirm, running handlers) on one
+ * timer, armed for the earliest deadline, instead of a timer per operation: on the hot path an
+ * operation only joins and leaves a set. The timer is cleared whenever the set empties, so nothing
+ * keeps the process alive once every operation has settled.
+ */
+export class DeadlineSweep<T extends Expiring> {
+  private readonly entries = new Set<T>();
+  private timer: NodeJS.Timeout | undefined;
+  private armedFor = Number.POSITIVE_INFINITY;
+
+  add(entry: T): void {
+    this.entries.add(entry);
+    if (entry.deadline < this.armedFor) this.arm(entry.deadline);
+  }
+
+  /** Removes an entry that settled in time; its `expire` will not be called. */
+  delete(entry: T): void {
+    this.entries.delete(entry);
+    if (this.entries.size === 0 && this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.armedFor = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  /** Entries not yet settled nor expired, in insertion order. */
+  values(): IterableIterator<T> {
+    return this.entries.values();
+  }
+
+  private arm(at: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.armedFor = at;
+    this.timer = setTimeout(() => this.sweep(), Math.max(0, at - Date.now()));
+  }
+
+  private sweep(): void {
+    this.timer = undefined;
+    this.armedFor = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const entry of this.entries) {
+      if (entry.deadline <= now) {
+        this.entries.delete(entry);
+        entry.expire();
+      } else if (entry.deadline < next) next = entry.deadline;
+    }
+    // `expire` may have added entries (and armed the timer for them) while this loop ran.
+    if (next < this.armedFor) this.arm(next);
+  }
+}
