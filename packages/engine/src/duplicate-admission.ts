@@ -1,6 +1,7 @@
 import type { Delivery } from "@factflow/protocols";
 import type { DeliveryVerdict } from "./delivery-ledger.js";
 import { errorInfoOf } from "./lineage-rows.js";
+import { isReseeded } from "./reseed.js";
 import type { ExecutionRuntime } from "./runtime.js";
 
 /** What {@link admitDelivery} decided: run the route, acknowledge a duplicate, or give up (aborted). */
@@ -21,10 +22,16 @@ export async function admitDelivery(
   const ledger = runtime.deliveries;
   const id = delivery.message.id;
   if (!(await ledger.claim(id, [providerSignal, runtime.signal]))) return "aborted";
+  // A copy re-published by `resume` (or descending from one), and the original of a re-published
+  // message, may duplicate a message that already settled, here or in the process that died: they
+  // are judged like broker redeliveries.
+  const flagged = delivery.redelivered || isReseeded(delivery.message) || runtime.reseeded.has(id);
+  // The flag only buys the lineage read below: classifying by it would make an operator's redrive
+  // of a re-seeded message (attempt 1, not redelivered) look like a duplicate of its failure.
   let verdict = ledger.classify(id, delivery.attempt, delivery.redelivered);
   // Unknown here but flagged as handed out before: another process (or this one before a restart,
-  // or past the ledger's bound) may have settled it. Only redeliveries pay the lineage read.
-  if (verdict === "fresh" && delivery.redelivered && ledger.settled(id) === undefined)
+  // or past the ledger's bound) may have settled it. Only flagged deliveries pay the lineage read.
+  if (verdict === "fresh" && flagged && ledger.settled(id) === undefined)
     verdict = await lineageVerdict(runtime, route, delivery);
   if (verdict === "fresh") {
     // A redriven dead letter runs again: forget its old failure until it settles anew.

@@ -18,6 +18,7 @@ import {
 import { uuidv7 } from "./ids.js";
 import type { OrchestratorManager } from "./orchestrator-manager.js";
 import type { ExecutionSeed } from "./pipeline-orchestrator.js";
+import { openMessageRows } from "./reseed.js";
 
 export interface CreateExecutionRequest {
   /** A config returned by `loadPipelineConfig`; it is frozen into the execution's snapshot. */
@@ -111,8 +112,12 @@ export class ExecutionService {
   }
 
   /**
-   * Continues a `running` execution after a restart: the broker still holds its messages. Adapter
-   * rows the previous process left open (it died mid-invocation) are closed as abandoned first.
+   * Continues a `running` execution after a restart. Adapter rows the previous process left open
+   * (it died mid-invocation) are closed as abandoned first. Then, once every route is subscribed,
+   * each still-open message row is re-published under its own id, marked re-seeded: the previous
+   * process may have acknowledged a message and died before its `completed` update was committed,
+   * and the broker will not hand that one out again. Where the broker still holds the original
+   * too, whichever copy comes second finds the message settled and is acknowledged unrun.
    */
   async resume(executionId: string): Promise<ExecutionRecord> {
     const record = await this.get(executionId);
@@ -120,7 +125,18 @@ export class ExecutionService {
       throw new ExecutionNotFoundError(executionId, `is ${record.status}, not running`);
     if (this.#manager.get(executionId) !== undefined) return record;
     await this.#abandonOpenAdapterRows(executionId);
-    await this.#start(record, { kind: "none" });
+    const { messages, missing } = await openMessageRows(this.#lineage, executionId);
+    if (missing.length > 0)
+      this.#logger.warn("open message rows without a recorded payload cannot be re-published", {
+        executionId,
+        messageIds: missing.slice(0, 20),
+        count: missing.length,
+      });
+    if (messages.length > 0)
+      this.#logger.info(`re-publishing ${messages.length} open messages of a resumed execution`, {
+        executionId,
+      });
+    await this.#start(record, messages.length === 0 ? { kind: "none" } : { kind: "reseed", messages });
     return record;
   }
 
@@ -128,7 +144,7 @@ export class ExecutionService {
    * A process killed mid-invocation never closes the invocation's adapter row, and a redelivery
    * runs under a new row id, so the stale row would stay open and block completion for ever. No
    * orchestrator of this execution runs here, so every open adapter row belongs to a dead
-   * invocation. (Message rows stay open: the broker redelivers those messages and closes them.)
+   * invocation. (Message rows stay open: their messages run again and close them.)
    */
   async #abandonOpenAdapterRows(executionId: string): Promise<void> {
     await this.#lineage.flush();

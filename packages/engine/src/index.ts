@@ -31,4 +31,6 @@ export type {
   PipelineOrchestratorOptions,
 } from "./pipeline-orchestrator.js";
 export { PipelineOrchestrator } from "./pipeline-orchestrator.js";
+export type { ReseedMessage } from "./reseed.js";
+export { RESEED_HEADER } from "./reseed.js";
 export type { RouteCounters } from "./route-processor.js";

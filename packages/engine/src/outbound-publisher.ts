@@ -2,6 +2,7 @@ import { Headers, type JsonValue, type MessageEnvelope, PipelineError } from "@f
 import type { PendingEmit } from "./adapter-chain.js";
 import { childMessageId } from "./ids.js";
 import { errorInfoOf, messageRow } from "./lineage-rows.js";
+import { isReseeded, RESEED_HEADER } from "./reseed.js";
 import type { ExecutionRuntime } from "./runtime.js";
 import type { Watermark } from "./semaphore.js";
 
@@ -58,6 +59,7 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
     }
   }
   const correlationId = batch.envelope.correlationId;
+  const reseeded = isReseeded(batch.envelope);
   const ledger = runtime.deliveries;
   const rows: ReturnType<typeof messageRow>[] = [];
   const sends: Target[] = [];
@@ -109,6 +111,8 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
             correlationId,
             headers: {
               ...target.headers,
+              // Children of a re-seeded message may have run already in the process that died.
+              ...(reseeded ? { [RESEED_HEADER]: "1" } : {}),
               ...(target.parentId === undefined ? {} : { [Headers.lineageParent]: target.parentId }),
             },
             ...(target.priority === undefined ? {} : { priority: target.priority }),

@@ -22,6 +22,7 @@ import type { ExecutionEventType } from "./execution-events.js";
 import { ExecutionScopedQueue } from "./execution-scoped-queue.js";
 import { newId } from "./ids.js";
 import { messageRow } from "./lineage-rows.js";
+import { publishReseed, type ReseedMessage } from "./reseed.js";
 import { RouteProcessor } from "./route-processor.js";
 import type { ExecutionRuntime } from "./runtime.js";
 import { Semaphore } from "./semaphore.js";
@@ -33,7 +34,13 @@ export type ExecutionSeed =
   /** Replay: publish recorded inputs to `route`. */
   | { readonly kind: "inputs"; readonly route: string; readonly inputs: readonly RecordedInput[] }
   /** Resume after a restart: publish nothing; the broker still holds the messages. */
-  | { readonly kind: "none" };
+  | { readonly kind: "none" }
+  /**
+   * Resume after a process death: re-publish the still-open message rows under their own ids,
+   * marked re-seeded, so a message whose `completed` update was lost with the process runs (or is
+   * found settled) instead of keeping the execution open for ever.
+   */
+  | { readonly kind: "reseed"; readonly messages: readonly ReseedMessage[] };
 
 /** The shared services an orchestrator runs on. */
 export interface OrchestratorServices {
@@ -117,6 +124,9 @@ export class PipelineOrchestrator {
       logger,
       globalSlots: new Semaphore(config.settings.max_handlers),
       deliveries: new DeliveryLedger(this.#options.settledMemory),
+      reseeded: new Set(
+        this.#options.seed.kind === "reseed" ? this.#options.seed.messages.map((m) => m.id) : [],
+      ),
       signal: this.#abort.signal,
       strictLineage: this.#options.strictLineage ?? true,
       maxLineageBacklog: this.#options.maxLineageBacklog ?? 1000,
@@ -209,6 +219,8 @@ export class PipelineOrchestrator {
   async #publishSeed(queue: ExecutionScopedQueue, routeOfQueue: Map<string, string>): Promise<void> {
     const { config, seed, lineage, executionId } = this.#options;
     if (seed.kind === "none") return;
+    if (seed.kind === "reseed")
+      return publishReseed(queue, config, seed.messages, this.#options.logger.child({ executionId }));
     const route = seed.kind === "init" ? config.init.route : seed.route;
     const routeConfig = config.routes[route];
     if (routeConfig === undefined) {

@@ -14,6 +14,12 @@ export interface ExecutionRuntime {
   readonly globalSlots: Semaphore;
   /** Message ids running or settled for good in this process: recognises broker redeliveries. */
   readonly deliveries: DeliveryLedger;
+  /**
+   * Ids of the open message rows a resume re-published. Their originals may still come from the
+   * broker unflagged (e.g. out of a retry delay), so admission checks their lineage row like a
+   * redelivery's. Empty unless resumed with a re-seed.
+   */
+  readonly reseeded: ReadonlySet<string>;
   /** Fires when the execution stops (completed, failed, cancelled, shut down). */
   readonly signal: AbortSignal;
   /** Register every outbound message durably before its publish, not only fan-out children. */
