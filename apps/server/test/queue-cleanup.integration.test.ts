@@ -1,6 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deadLetterQueueName, resolveDestination } from "@factflow/infra-rabbitmq";
@@ -10,11 +9,10 @@ import { scopedDestinations } from "../src/queue-janitor.js";
 import { type RunningServer, startServer } from "../src/server.js";
 import { loadSettings } from "../src/settings.js";
 import { call, EXAMPLE_DIR, readSse, SAMPLE_DOCS, waitFor } from "./helpers.js";
+import { RABBITMQ_URL, unreachable } from "./services.js";
 
 // The janitor on a real RabbitMQ: after an execution ends, its scoped queues are gone from the
 // broker while the dead-letter queue holding the example's one dead letter stays.
-const RABBITMQ_URL = process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672";
-const REQUIRE = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
 
 /** The slice of amqplib this test uses (passive declares and a final delete). */
 interface AmqpChannel {
@@ -33,31 +31,7 @@ const amqplib = createRequire(import.meta.resolve("@factflow/infra-rabbitmq"))("
   connect(url: string): Promise<AmqpConnection>;
 };
 
-function probeTcp(url: string): Promise<string | undefined> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const socket = connect({ host: hostname, port: Number(port), timeout: 2000 });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(undefined);
-    });
-    socket.once("timeout", () => {
-      socket.destroy();
-      resolve(`${hostname}:${port} timed out`);
-    });
-    socket.once("error", (error) => resolve(`${hostname}:${port} ${error.message}`));
-  });
-}
-
-const unreachable = await probeTcp(RABBITMQ_URL);
-if (unreachable !== undefined) {
-  if (REQUIRE) {
-    throw new Error(
-      `[server] the queue cleanup test needs RabbitMQ (FACTFLOW_REQUIRE_SERVICES=1): ${unreachable}`,
-    );
-  }
-  console.warn(`[server] skipping the RabbitMQ queue cleanup test: ${unreachable}`);
-}
+const rabbitDown = await unreachable("the RabbitMQ queue cleanup test", [RABBITMQ_URL]);
 
 /** Message count of a queue, or undefined when it does not exist (a 404 closes the channel, so one each). */
 async function inspect(connection: AmqpConnection, queue: string): Promise<number | undefined> {
@@ -79,7 +53,7 @@ const amqpQueue = (destination: string): string => {
   return target.queue;
 };
 
-describe.skipIf(unreachable !== undefined)("queue cleanup on RabbitMQ", () => {
+describe.skipIf(rabbitDown !== undefined)("queue cleanup on RabbitMQ", () => {
   let server: RunningServer;
   let dir: string;
   let connection: AmqpConnection;
