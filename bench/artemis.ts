@@ -19,7 +19,8 @@ import { createArtemisProvider } from "@factflow/infra-artemis";
 import type { HandlerResult } from "@factflow/protocols";
 import { Client, type IMessage } from "@stomp/stompjs";
 import { TCPWrapper } from "@stomp/tcp-wrapper";
-import { createEngineRelayMode, type RelayMeasurement, type SelfTimedMode } from "./_engine-relay.js";
+import { createEngineRelayMode, type SelfTimedMode } from "./_engine-relay.js";
+import { type RelayMode, runRelayBench } from "./_relay-harness.js";
 
 const URL_DEFAULT = process.env.ARTEMIS_STOMP_URL ?? "stomp://127.0.0.1:61613";
 const SENT_HEADER = "x-bench-sent";
@@ -27,23 +28,6 @@ const SENT_HEADER = "x-bench-sent";
 const PREFETCH = 50;
 /** The provider's consumer window for PREFETCH (prefetch × prefetchBytesPerMessage); the raw mode uses the same. */
 const WINDOW_BYTES = PREFETCH * 2048;
-/** Publishes of the injector awaiting their receipt at once. */
-const INJECT_WINDOW = 100;
-
-interface RelaySink {
-  arrived(): void;
-  hop(ms: number): void;
-}
-
-interface RelayRun {
-  inject(index: number): Promise<void>;
-  close(): Promise<void>;
-}
-
-interface RelayMode {
-  readonly name: string;
-  start(url: string, queues: readonly string[], sink: RelaySink): Promise<RelayRun>;
-}
 
 async function connectRaw(url: string): Promise<Client> {
   const { hostname, port } = new URL(url);
@@ -169,23 +153,6 @@ const providerMode: RelayMode = {
   },
 };
 
-const RELAY_MODES: RelayMode[] = [rawStompMode, providerMode];
-
-type BenchMode = RelayMode | SelfTimedMode;
-
-/** Each mode's aim, as a fraction of the baseline's msgs/s (issue 7 asks 0.8 of the provider). */
-const AIMS: Record<string, number> = { provider: 0.8, "engine+lineage": 0.6 };
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
-}
-
 /** Destroys `/queue/...` destinations (and their dead letters) on a fresh connection. */
 async function destroyDestinations(url: string, destinations: readonly string[]): Promise<void> {
   const admin = createArtemisProvider({ url });
@@ -216,104 +183,13 @@ function engineMode(url: string, strictLineage = true): SelfTimedMode {
   );
 }
 
-async function measure(mode: BenchMode, url: string, n: number): Promise<RelayMeasurement> {
-  if ("measure" in mode) return mode.measure(n);
-  const tag = randomUUID().slice(0, 8);
-  const queues = ["q1", "q2", "q3", "sink"].map((q) => `bench-${tag}-${mode.name}-${q}`);
-  const hops: number[] = [];
-  let arrived = 0;
-  let done!: () => void;
-  const all = new Promise<void>((resolve) => {
-    done = resolve;
+/** `run([N, rounds])`: see {@link runRelayBench}. */
+export function run(args: string[]): Promise<void> {
+  return runRelayBench(args, {
+    bench: "artemis",
+    url: URL_DEFAULT,
+    relayModes: [rawStompMode, providerMode],
+    engineMode,
+    cleanup: (queues) => destroyQueues(URL_DEFAULT, queues),
   });
-  const relay = await mode.start(url, queues, {
-    arrived() {
-      arrived += 1;
-      if (arrived === n) done();
-    },
-    hop(ms) {
-      hops.push(ms);
-    },
-  });
-  const started = performance.now();
-  try {
-    let nextIndex = 0;
-    const injector = async () => {
-      while (nextIndex < n) await relay.inject(nextIndex++);
-    };
-    await Promise.all(Array.from({ length: Math.min(INJECT_WINDOW, n) }, injector));
-    await all;
-  } finally {
-    await relay.close();
-    await destroyQueues(url, queues);
-  }
-  const seconds = (performance.now() - started) / 1000;
-  hops.sort((a, b) => a - b);
-  return { msgsPerSec: n / seconds, p50: percentile(hops, 50), p99: percentile(hops, 99) };
-}
-
-/** Median of each mode-specific figure over the rounds. */
-function medianExtras(list: readonly RelayMeasurement[]): Record<string, number> {
-  const keys = new Set(list.flatMap((r) => Object.keys(r.extra ?? {})));
-  const out: Record<string, number> = {};
-  for (const key of keys) {
-    const value = median(list.map((r) => r.extra?.[key] ?? Number.NaN));
-    out[key] = Number(value.toFixed(value >= 100 ? 0 : 2));
-  }
-  return out;
-}
-
-/**
- * `run([N, rounds])`: N messages per relay (default 2000); every mode runs `rounds` times (default
- * 5), interleaved, and the median round of each mode is reported.
- */
-export async function run(args: string[]): Promise<void> {
-  const n = Number(args[0] ?? 2000);
-  const rounds = Number(args[1] ?? 5);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`[factflow/bench] artemis: N must be a positive integer, got "${args[0]}"`);
-  if (!Number.isInteger(rounds) || rounds < 1)
-    throw new Error(`[factflow/bench] artemis: rounds must be a positive integer, got "${args[1]}"`);
-  const url = URL_DEFAULT;
-  // FACTFLOW_BENCH_RELAXED_LINEAGE=1 adds the engine with strictLineage off, for diagnosis.
-  const engines = [engineMode(url)];
-  if (process.env.FACTFLOW_BENCH_RELAXED_LINEAGE === "1") engines.push(engineMode(url, false));
-  const modes: BenchMode[] = [...RELAY_MODES, ...engines];
-  const results = new Map<string, RelayMeasurement[]>();
-  try {
-    for (const mode of modes) await measure(mode, url, Math.min(200, n));
-    for (let round = 0; round < rounds; round++) {
-      for (const mode of modes) {
-        const list = results.get(mode.name) ?? [];
-        list.push(await measure(mode, url, n));
-        results.set(mode.name, list);
-      }
-    }
-  } finally {
-    for (const engine of engines) await engine.dispose();
-  }
-  const baselineName = (modes[0] as BenchMode).name;
-  const baseline = median((results.get(baselineName) ?? []).map((r) => r.msgsPerSec));
-  for (const mode of modes) {
-    const list = results.get(mode.name) ?? [];
-    const rate = median(list.map((r) => r.msgsPerSec));
-    const aim = AIMS[mode.name];
-    console.log(
-      JSON.stringify({
-        bench: "artemis",
-        mode: mode.name,
-        n,
-        rounds,
-        hops: 3,
-        msgsPerSec: Math.round(rate),
-        hopP50Ms: Number(median(list.map((r) => r.p50)).toFixed(2)),
-        hopP99Ms: Number(median(list.map((r) => r.p99)).toFixed(2)),
-        ratioVsRaw: Number((rate / baseline).toFixed(3)),
-        ...(aim === undefined ? {} : { aimVsRaw: aim }),
-        baseline: baselineName,
-        roundsMsgsPerSec: list.map((r) => Math.round(r.msgsPerSec)),
-        ...medianExtras(list),
-      }),
-    );
-  }
 }
