@@ -17,6 +17,7 @@ import type { ConnectionManager } from "./connection-manager.js";
 import { deleteRabbitMqDestination } from "./delete-destination.js";
 import { decodeMessage, publishOptions, stringHeaders } from "./envelope-codec.js";
 import { amqpCopyOf, redrivenHeaders } from "./failure-router.js";
+import { handBackAndClose } from "./hand-back.js";
 import { deadLetterQueueName, resolveDestination, topicSubscriptionQueue } from "./naming.js";
 import type { Topology } from "./topology.js";
 
@@ -116,8 +117,13 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
   }
 
   /** Runs `op` on a fresh confirm channel that is closed afterwards, returning unacked gets to the queue. */
+  /**
+   * Runs `op` on a fresh confirm channel. Messages `op` fetched and did not ack go back to `fence` (the
+   * queue they came from) before the call returns; see {@link handBackAndClose}.
+   */
   private async withChannel<T>(
     what: string,
+    fence: string,
     op: (channel: ConfirmChannel, returned: Set<string>) => Promise<T>,
   ): Promise<T> {
     const live = await this.deps.connection.waitForConnection(
@@ -138,7 +144,7 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     } catch (error) {
       throw classifyAmqpError(error, what, this.deps.config.url);
     } finally {
-      await channel.close().catch(() => {});
+      await handBackAndClose(channel, fence);
     }
   }
 
@@ -152,15 +158,19 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     return this.exclusive(resolved.deadLetterQueue, async () => {
       const total = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
       if (total === 0 || offset >= total || limit === 0) return { total, offset, items: [] };
-      return this.withChannel(`browsing dead letters of "${resolved.describe}"`, async (channel) => {
-        const items: DeadLetter[] = [];
-        for (let index = 0; index < Math.min(total, offset + limit); index++) {
-          const message = await channel.get(resolved.deadLetterQueue, { noAck: false });
-          if (message === false) break;
-          if (index >= offset) items.push(toDeadLetter(message));
-        }
-        return { total, offset, items };
-      });
+      return this.withChannel(
+        `browsing dead letters of "${resolved.describe}"`,
+        resolved.deadLetterQueue,
+        async (channel) => {
+          const items: DeadLetter[] = [];
+          for (let index = 0; index < Math.min(total, offset + limit); index++) {
+            const message = await channel.get(resolved.deadLetterQueue, { noAck: false });
+            if (message === false) break;
+            if (index >= offset) items.push(toDeadLetter(message));
+          }
+          return { total, offset, items };
+        },
+      );
     });
   }
 
@@ -173,6 +183,7 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
       await this.deps.topology.ensureQueue(resolved.sourceQueue, resolved.describe);
       return this.withChannel(
         `redriving dead letters of "${resolved.describe}"`,
+        resolved.deadLetterQueue,
         async (channel, returned) => {
           let redriven = 0;
           while (redriven < total) {
@@ -263,6 +274,7 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
       if (total === 0) return false;
       return this.withChannel(
         `${verb} dead letter "${messageId}" of "${resolved.describe}"`,
+        resolved.deadLetterQueue,
         async (channel, returned) => {
           for (let index = 0; index < total; index++) {
             const message = await channel.get(resolved.deadLetterQueue, { noAck: false });

@@ -15,6 +15,7 @@ import type { ConnectionManager, LiveConnection } from "./connection-manager.js"
 import { DeadlineSweep, type Expiring } from "./deadline-sweep.js";
 import { decodeMessage } from "./envelope-codec.js";
 import { type FailureRoute, publishDeadLetter, publishRetry } from "./failure-router.js";
+import { handBackAndClose } from "./hand-back.js";
 import type { Publisher } from "./publisher.js";
 import { settleWithin } from "./settle-within.js";
 
@@ -343,6 +344,11 @@ export class RabbitSubscription implements Subscription {
     await settleWithin(Promise.allSettled([...this.settling]), SHUTDOWN_STEP_MS);
     this.backlog = [];
     this.attachment = undefined;
-    if (!connectionClosing && open) await settleWithin(attachment.channel.close(), SHUTDOWN_STEP_MS);
+    if (!connectionClosing && open) {
+      await settleWithin(
+        handBackAndClose(attachment.channel, this.settings.route.sourceQueue),
+        SHUTDOWN_STEP_MS,
+      );
+    }
   }
 }
