@@ -6,6 +6,7 @@ import { Kysely, PGliteDialect, sql } from "kysely";
 import { PostgresJSDialect } from "kysely-postgres-js";
 import postgres from "postgres";
 import { describeConnectError, withConnectionErrors } from "./connection-errors.js";
+import { reconnectDelaySeconds } from "./reconnect-delay.js";
 import { redactUrl } from "./redact-url.js";
 import type { LineageDatabaseSchema } from "./schema.js";
 import { createPgliteSqlRunner, createPostgresSqlRunner, type LineageSqlRunner } from "./sql-runner.js";
@@ -46,6 +47,7 @@ export async function connectPostgres(
   const shown = redactUrl(url);
   const common = {
     connect_timeout: options.connectTimeoutSeconds ?? 10,
+    backoff: reconnectDelaySeconds,
     onnotice: () => {},
     // Not `fetch_types: false` here: postgres.js 3.4.9 then hangs when the first use of a pool is
     // `reserve()`, which is how kysely-postgres-js takes connections.

@@ -1,5 +1,6 @@
 import type { PGlite } from "@electric-sql/pglite";
 import postgres from "postgres";
+import { reconnectDelaySeconds } from "./reconnect-delay.js";
 
 /**
  * The narrow channel the lineage writer commits through. It bypasses Kysely on purpose: the writer
@@ -43,6 +44,7 @@ export function createPostgresSqlRunner(
     postgres(url, {
       max: options.max ?? 2,
       connect_timeout: options.connectTimeoutSeconds ?? 10,
+      backoff: reconnectDelaySeconds,
       onnotice: () => {},
       // No array parameters are ever sent; skipping the type fetch also avoids an unhandled rejection
       // in postgres.js when a connection is killed while that fetch runs.

@@ -1,0 +1,170 @@
+import { type LineageRow, silentLogger } from "@factflow/protocols";
+import { type CompiledQuery, Kysely } from "kysely";
+import { PostgresJSDialect } from "kysely-postgres-js";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createPostgresSqlRunner,
+  type LineageDatabase,
+  type LineageDatabaseSchema,
+  LineageStore,
+  openLineageDatabase,
+  uuidv7,
+} from "../src/index.js";
+import { createTestDatabase, skipWithoutPostgres } from "./pg-test-database.js";
+
+const skip = await skipWithoutPostgres();
+
+interface PlanNode {
+  "Node Type"?: string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  Plans?: PlanNode[];
+}
+
+/** Every "Index Name" in the plan, and every relation it scans sequentially. */
+function scansOf(node: PlanNode, into = { indexes: new Set<string>(), seqScans: new Set<string>() }) {
+  if (node["Index Name"] !== undefined) into.indexes.add(node["Index Name"]);
+  if (node["Node Type"] === "Seq Scan" && node["Relation Name"] !== undefined)
+    into.seqScans.add(node["Relation Name"]);
+  for (const child of node.Plans ?? []) scansOf(child, into);
+  return into;
+}
+
+/** Background executions of 1000 rows (message row + two adapter rows per message), mostly closed. */
+const FILL_SQL = `insert into lineage (id, execution_id, kind, route, adapter, adapter_index, message_id,
+  correlation_id, parent_id, attempt, status, started_at, finished_at)
+select md5('row-' || g)::uuid, md5('exec-' || g / 1000)::uuid,
+  case when g % 3 = 0 then 'message' else 'adapter' end, 'chunk',
+  case when g % 3 > 0 then 'embed' end, case when g % 3 > 0 then g % 3 - 1 end,
+  'm-' || g / 3, 'c', case when g % 1000 > 0 then md5('row-' || (g - 1))::uuid end, 1,
+  case when g % 997 = 0 then 'pending' when g % 50 = 0 then 'failed' else 'completed' end,
+  now(), case when g % 997 <> 0 then now() end
+from generate_series(0, 3999) g`;
+
+/**
+ * The plans of the lineage store's own queries, with sequential scans switched off so that a missing
+ * index shows as another index (or a penalised scan) instead of a plan that is merely cheaper on a
+ * small table. The SQL is what the store compiles and sends: it runs on a Kysely instance whose log
+ * records each query, and the test EXPLAINs exactly that text with those parameters.
+ */
+describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
+  let dropDb: (() => Promise<void>) | undefined;
+  let db: LineageDatabase | undefined;
+  let planner: postgres.Sql | undefined;
+  let kysely: Kysely<LineageDatabaseSchema> | undefined;
+  let store: LineageStore;
+  const seen: CompiledQuery[] = [];
+  const executionId = uuidv7();
+  const childMessage = `child-${uuidv7()}`;
+
+  beforeAll(async () => {
+    const created = await createTestDatabase("factflow_plans");
+    dropDb = created.drop;
+    db = await openLineageDatabase({ databaseUrl: created.url });
+    // The target: a root message row, its adapter row, 100 children hanging off it (message row +
+    // adapter row each), the last child still open.
+    const rootMessage = `root-${uuidv7()}`;
+    const base = { executionId, correlationId: rootMessage, attempt: 1, startedAt: new Date().toISOString() };
+    const rootRow = uuidv7();
+    const splitRow = uuidv7();
+    const rows: LineageRow[] = [
+      { ...base, id: rootRow, kind: "message", route: "ingest", messageId: rootMessage, status: "completed" },
+      {
+        ...base,
+        id: splitRow,
+        kind: "adapter",
+        route: "ingest",
+        adapter: "md_split",
+        adapterIndex: 0,
+        messageId: rootMessage,
+        parentId: rootRow,
+        status: "completed",
+      },
+    ];
+    for (let c = 0; c < 100; c++) {
+      const messageId = c === 50 ? childMessage : `child-${uuidv7()}`;
+      const status = c === 99 ? "processing" : "completed";
+      const messageRow = uuidv7();
+      rows.push(
+        { ...base, id: messageRow, kind: "message", route: "chunk", messageId, parentId: splitRow, status },
+        {
+          ...base,
+          id: uuidv7(),
+          kind: "adapter",
+          route: "chunk",
+          adapter: "embed",
+          adapterIndex: 0,
+          messageId,
+          parentId: messageRow,
+          status,
+        },
+      );
+    }
+    for (const r of rows) db.lineage.record(r);
+    await db.lineage.flush();
+
+    planner = postgres(created.url, { max: 1, onnotice: () => {} });
+    await planner.unsafe(FILL_SQL);
+    await planner`analyze lineage`;
+    // One connection (max: 1), so the setting holds for every EXPLAIN below.
+    await planner`set enable_seqscan = off`;
+
+    kysely = new Kysely<LineageDatabaseSchema>({
+      dialect: new PostgresJSDialect({ postgres: postgres(created.url, { max: 2, onnotice: () => {} }) }),
+      log(event) {
+        if (event.level === "query") seen.push(event.query);
+      },
+    });
+    store = new LineageStore(kysely, createPostgresSqlRunner(created.url), silentLogger);
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await kysely?.destroy();
+    await planner?.end();
+    await db?.close();
+    await dropDb?.();
+  });
+
+  /** Runs `call` on the recording store, then EXPLAINs every statement it sent. */
+  async function plansOf<T>(
+    call: () => Promise<T>,
+  ): Promise<{ result: T; scans: ReturnType<typeof scansOf> }> {
+    seen.length = 0;
+    const result = await call();
+    expect(seen.length).toBeGreaterThan(0);
+    const scans = { indexes: new Set<string>(), seqScans: new Set<string>() };
+    for (const query of [...seen]) {
+      const [row] = await planner!.unsafe(`explain (format json) ${query.sql}`, [
+        ...query.parameters,
+      ] as never[]);
+      const plan = (row?.["QUERY PLAN"] as { Plan: PlanNode }[] | undefined)?.[0]?.Plan;
+      expect(plan, query.sql).toBeDefined();
+      scansOf(plan as PlanNode, scans);
+    }
+    return { result, scans };
+  }
+
+  it("counts the completion gate's open rows through lineage_open_idx", async () => {
+    const { result, scans } = await plansOf(() => store.countOpen(executionId));
+    expect(result).toBe(2);
+    expect([...scans.indexes]).toContain("lineage_open_idx");
+    expect([...scans.seqScans]).not.toContain("lineage");
+  });
+
+  it("finds the rows of one message through lineage_message_idx", async () => {
+    const { result, scans } = await plansOf(() => store.messageStatus(executionId, childMessage));
+    expect(result).toEqual({ status: "completed", attempt: 1 });
+    expect([...scans.indexes]).toContain("lineage_message_idx");
+    expect([...scans.seqScans]).not.toContain("lineage");
+  });
+
+  it("walks the tree of one message through lineage_message_idx and down lineage_parent_idx", async () => {
+    const { result, scans } = await plansOf(() => store.tree(executionId, childMessage));
+    // The child's two rows and the root's two (the message it descends from).
+    expect(result.map((r) => r.route).sort()).toEqual(["chunk", "chunk", "ingest", "ingest"]);
+    expect([...scans.indexes]).toEqual(expect.arrayContaining(["lineage_message_idx", "lineage_parent_idx"]));
+    expect([...scans.seqScans]).not.toContain("lineage");
+  });
+});
