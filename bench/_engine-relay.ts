@@ -26,7 +26,6 @@
  * and `strictLineage: true` (the default): on a shared broker another process may consume, so each
  * hop's outbound row is committed before the publish.
  */
-import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,9 +35,8 @@ import { createEngine, type ExecutionEvent, loadPipelineConfig } from "@factflow
 import { type LineageDatabase, openLineageDatabase } from "@factflow/lineage";
 import type { LineageProtocol, MessageHandler, QueueProtocol } from "@factflow/protocols";
 import { createFileStorage } from "@factflow/storage";
-import postgres from "postgres";
+import { createScratchDatabase } from "./_scratch-database.js";
 
-const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const SENT_HEADER = "x-bench-sent";
 /** The queues whose deliveries count as hops, as in the raw relay (q1, q2, q3, sink). */
 const HOP_QUEUES = ["hop1.in", "hop2.in", "hop3.in", "sink.in"] as const;
@@ -189,40 +187,20 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
-/** `DATABASE_URL` with another database name. */
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
 /** Creates the run's lineage database and opens it; `drop` closes and removes it. */
 async function createBenchDatabase(): Promise<{ db: LineageDatabase; drop(): Promise<void> }> {
-  const name = `factflow_bench_${randomBytes(4).toString("hex")}`;
-  const admin = postgres(withDatabase(DATABASE_URL, "postgres"), { max: 1, onnotice: () => {} });
+  const scratch = await createScratchDatabase();
   try {
-    await admin.unsafe(`CREATE DATABASE "${name}"`);
-  } catch (error) {
-    await admin.end();
-    throw new Error(
-      `[factflow/bench] cannot create the lineage database "${name}" through DATABASE_URL's "postgres" database: ${(error as Error).message}. Start PostgreSQL or set DATABASE_URL to a user that may CREATE DATABASE.`,
-    );
-  }
-  const drop = async () => {
-    await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => {});
-    await admin.end();
-  };
-  try {
-    const db = await openLineageDatabase({ databaseUrl: withDatabase(DATABASE_URL, name) });
+    const db = await openLineageDatabase({ databaseUrl: scratch.url });
     return {
       db,
       async drop() {
         await db.close().catch(() => {});
-        await drop();
+        await scratch.drop();
       },
     };
   } catch (error) {
-    await drop();
+    await scratch.drop();
     throw error;
   }
 }

@@ -21,7 +21,6 @@
  * it with millions of rows takes minutes and most of a gigabyte of memory, and its planner and
  * indexes are PostgreSQL's own, so the plans shown here hold for it too.
  */
-import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import {
   createPostgresSqlRunner,
@@ -43,8 +42,8 @@ import {
   PostgresQueryCompiler,
 } from "kysely";
 import postgres from "postgres";
+import { createScratchDatabase } from "./_scratch-database.js";
 
-const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const CHILDREN = 1000;
 /** Children at the end of the fan-out still being handled: message + adapter rows open. */
 const OPEN_CHILDREN = 5;
@@ -52,13 +51,6 @@ const TARGET_ROWS = 2 + CHILDREN * 3;
 const SMALL_FILL = 7000;
 const FILL_CHUNK = 250_000;
 const WARMUP = 50;
-
-/** `DATABASE_URL` with another database name. */
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
 
 /** The target execution, shaped like a fan-out run: root message → md_split → 1000 children. */
 function targetRows(executionId: string): LineageRow[] {
@@ -291,17 +283,8 @@ export async function run(args: string[]): Promise<void> {
   if (!Number.isInteger(rounds) || rounds < 1)
     throw new Error(`[factflow/bench] rounds must be a positive integer, got ${args[1]}`);
 
-  const name = `factflow_bench_${randomBytes(4).toString("hex")}`;
-  const admin = postgres(withDatabase(DATABASE_URL, "postgres"), { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database "${name}"`);
-  } catch (error) {
-    await admin.end();
-    throw new Error(
-      `[factflow/bench] cannot create the database "${name}" through DATABASE_URL's "postgres" database: ${(error as Error).message}. Start PostgreSQL or set DATABASE_URL to a user that may CREATE DATABASE.`,
-    );
-  }
-  const url = withDatabase(DATABASE_URL, name);
+  const scratch = await createScratchDatabase();
+  const url = scratch.url;
   let db: LineageDatabase | undefined;
   const raw = postgres(url, { max: 2, onnotice: () => {} });
   try {
@@ -371,7 +354,6 @@ export async function run(args: string[]): Promise<void> {
   } finally {
     await raw.end();
     await db?.close().catch(() => {});
-    await admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {});
-    await admin.end();
+    await scratch.drop();
   }
 }
