@@ -36,6 +36,7 @@ import { type LineageDatabase, openLineageDatabase } from "@factflow/lineage";
 import type { LineageProtocol, MessageHandler, QueueProtocol } from "@factflow/protocols";
 import { createFileStorage } from "@factflow/storage";
 import { createScratchDatabase } from "./_scratch-database.js";
+import { percentile } from "./_stats.js";
 
 const SENT_HEADER = "x-bench-sent";
 /** The queues whose deliveries count as hops, as in the raw relay (q1, q2, q3, sink). */
@@ -180,11 +181,6 @@ function timedLineage(lineage: LineageProtocol, waits: { commit: number[] }): Li
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
 }
 
 /** Creates the run's lineage database and opens it; `drop` closes and removes it. */

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { RelayMeasurement, SelfTimedMode } from "./_engine-relay.js";
+import { percentile } from "./_stats.js";
 
 /** What a relay mode reports back to the harness. */
 export interface RelaySink {
@@ -32,11 +33,6 @@ export type BenchMode = RelayMode | SelfTimedMode;
 const AIMS: Record<string, number> = { provider: 0.8, "engine+lineage": 0.6 };
 /** Publishes of the injector awaiting their confirm/receipt at once. */
 const INJECT_WINDOW = 100;
-
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);

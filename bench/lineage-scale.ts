@@ -13,7 +13,7 @@
  * calls on the same target again. The aim is a large/small p50 ratio within ~2-3x per query.
  *
  * For the plans it replays, under `EXPLAIN (FORMAT JSON)`, the very SQL the store sends: a second
- * `LineageStore` runs on a Kysely instance whose driver records each compiled query. The line lists
+ * `LineageStore` runs on a Kysely instance whose log records each compiled query. The line lists
  * the indexes each plan uses and whether it has a Seq Scan on `lineage`, for the large table
  * (`indexes`, `seq_scan`) and the small one (`small_…`, where the planner may rightly prefer a scan).
  *
@@ -31,18 +31,11 @@ import {
   uuidv7,
 } from "@factflow/lineage";
 import { type LineageProtocol, type LineageRow, silentLogger } from "@factflow/protocols";
-import {
-  type CompiledQuery,
-  type DatabaseConnection,
-  type Dialect,
-  type Driver,
-  Kysely,
-  PostgresAdapter,
-  PostgresIntrospector,
-  PostgresQueryCompiler,
-} from "kysely";
+import { type CompiledQuery, Kysely } from "kysely";
+import { PostgresJSDialect } from "kysely-postgres-js";
 import postgres from "postgres";
 import { createScratchDatabase } from "./_scratch-database.js";
+import { percentile } from "./_stats.js";
 
 const CHILDREN = 1000;
 /** Children at the end of the fan-out still being handled: message + adapter rows open. */
@@ -154,37 +147,6 @@ async function fill(raw: postgres.Sql, from: number, to: number, progress: boole
   }
 }
 
-/** A Kysely dialect over postgres.js that records every compiled query it runs. */
-function recordingDialect(raw: postgres.Sql, seen: CompiledQuery[]): Dialect {
-  const connection: DatabaseConnection = {
-    async executeQuery<R>(query: CompiledQuery) {
-      seen.push(query);
-      const rows = await raw.unsafe(query.sql, [...query.parameters] as never[]);
-      return { rows: [...rows] as R[] };
-    },
-    streamQuery() {
-      throw new Error("[factflow/bench] streaming is not used by the lineage store");
-    },
-  };
-  const driver: Driver = {
-    async init() {},
-    async acquireConnection() {
-      return connection;
-    },
-    async beginTransaction() {},
-    async commitTransaction() {},
-    async rollbackTransaction() {},
-    async releaseConnection() {},
-    async destroy() {},
-  };
-  return {
-    createAdapter: () => new PostgresAdapter(),
-    createDriver: () => driver,
-    createQueryCompiler: () => new PostgresQueryCompiler(),
-    createIntrospector: (db) => new PostgresIntrospector(db),
-  };
-}
-
 interface PlanNode {
   "Node Type"?: string;
   "Relation Name"?: string;
@@ -205,7 +167,13 @@ type Calls = Record<string, (lineage: LineageProtocol) => Promise<unknown>>;
 /** EXPLAINs what each call sends (all its statements) through a recording store. */
 async function explainCalls(url: string, raw: postgres.Sql, calls: Calls) {
   const seen: CompiledQuery[] = [];
-  const db = new Kysely<LineageDatabaseSchema>({ dialect: recordingDialect(raw, seen) });
+  // A store whose Kysely log records every statement it sends, so the very same SQL is EXPLAINed.
+  const db = new Kysely<LineageDatabaseSchema>({
+    dialect: new PostgresJSDialect({ postgres: postgres(url, { max: 1, onnotice: () => {} }) }),
+    log(event) {
+      if (event.level === "query") seen.push(event.query);
+    },
+  });
   const store = new LineageStore(db, createPostgresSqlRunner(url), silentLogger);
   const result: Record<string, { indexes: string[]; seq_scan: boolean }> = {};
   try {
@@ -228,10 +196,6 @@ async function explainCalls(url: string, raw: postgres.Sql, calls: Calls) {
     await db.destroy();
   }
   return result;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 async function time(call: () => Promise<unknown>, rounds: number): Promise<{ p50: number; p99: number }> {

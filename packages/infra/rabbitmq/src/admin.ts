@@ -116,7 +116,6 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     return stats;
   }
 
-  /** Runs `op` on a fresh confirm channel that is closed afterwards, returning unacked gets to the queue. */
   /**
    * Runs `op` on a fresh confirm channel. Messages `op` fetched and did not ack go back to `fence` (the
    * queue they came from) before the call returns; see {@link handBackAndClose}.
