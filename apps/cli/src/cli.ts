@@ -14,7 +14,8 @@ export const USAGE = `factflow — run pipelines, inspect executions, lineage an
 
 Usage:
   factflow run <pipeline.yaml> [--input JSON|@file] [--json]   run one execution here and print a summary
-  factflow serve [--host H] [--port P]                          run the HTTP API
+  factflow serve [--host H] [--port P] [--insecure]             run the HTTP API (beyond loopback it needs
+                                                                FACTFLOW_API_TOKEN, or --insecure)
   factflow config list | show NAME | validate FILE | run NAME [--input JSON] [--wait]
   factflow executions list [--status S] [--config C] | show ID | watch ID | cancel ID | resume ID
   factflow executions prune --older-than-days N                 delete executions finished > N days ago, with lineage
@@ -41,6 +42,7 @@ const OPTIONS = {
   help: { type: "boolean", short: "h", default: false },
   wait: { type: "boolean", default: false },
   force: { type: "boolean", default: false },
+  insecure: { type: "boolean", default: false },
   "older-than-days": { type: "string" },
   server: { type: "string" },
   token: { type: "string" },

@@ -36,6 +36,7 @@ export interface Flags {
   "older-than-days"?: string;
   wait: boolean;
   force: boolean;
+  insecure: boolean;
 }
 
 /** Everything a command needs. */
@@ -51,19 +52,28 @@ export class UsageError extends Error {
   override readonly name = "UsageError";
 }
 
+/** What a command adds to the settings for a local file the user named on purpose. */
+export interface LocalFileOptions {
+  /** The directory of a pipeline file: its own adapter modules may load from there. */
+  readonly adapterDir?: string;
+}
+
 /** Settings from env, the settings file and the command line flags. */
-export function settingsOf(ctx: CliContext): Settings {
+export function settingsOf(ctx: CliContext, local: LocalFileOptions = {}): Settings {
   const overrides: Record<string, string> = {};
   if (ctx.flags["data-dir"] !== undefined) overrides.data_dir = ctx.flags["data-dir"];
   if (ctx.flags.provider !== undefined) overrides.provider = ctx.flags.provider;
   if (ctx.flags.host !== undefined) overrides.host = ctx.flags.host;
   if (ctx.flags.port !== undefined) overrides.port = ctx.flags.port;
-  return loadSettings({
+  if (ctx.flags.insecure) overrides.insecure = "1";
+  const settings = loadSettings({
     env: ctx.env,
     cwd: ctx.cwd,
     ...(ctx.flags.settings === undefined ? {} : { file: ctx.flags.settings }),
     overrides,
   });
+  if (local.adapterDir === undefined) return settings;
+  return Object.freeze({ ...settings, adapter_dirs: [...settings.adapter_dirs, local.adapterDir] });
 }
 
 /** A logger for commands: warnings and errors only, as plain lines on stderr. */
@@ -96,13 +106,13 @@ export interface Backend {
  * Remote commands talk to `--server` / FACTFLOW_SERVER_URL. Without one they run the same API in
  * process against the local data directory (the one `factflow run` wrote).
  */
-export async function openBackend(ctx: CliContext): Promise<Backend> {
+export async function openBackend(ctx: CliContext, local: LocalFileOptions = {}): Promise<Backend> {
   const server = ctx.flags.server ?? ctx.env.FACTFLOW_SERVER_URL;
   const token = ctx.flags.token ?? ctx.env.FACTFLOW_API_TOKEN;
   if (server !== undefined && server !== "") {
     return { client: ApiClient.remote(server, token), close: async () => {} };
   }
-  const settings = settingsOf(ctx);
+  const settings = settingsOf(ctx, local);
   // Short-lived: no retention schedule here (`factflow executions prune` runs it on demand).
   const runtime = await composeRuntime(settings, {
     logger: cliLogger(ctx.output),

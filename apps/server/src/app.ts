@@ -1,6 +1,9 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { crossSiteGuard } from "./guards/cross-site-guard.js";
+import { hostGuard } from "./guards/host-guard.js";
+import { requestTextGuard } from "./guards/request-text-guard.js";
+import { tokenGuard } from "./guards/token-guard.js";
 import { errorHandler, HttpProblem } from "./http-errors.js";
 import { openApiDocument } from "./openapi.js";
 import { configRoutes } from "./routes/configs.js";
@@ -14,15 +17,6 @@ export interface AppOptions {
   isShuttingDown?: () => boolean;
   /** Where server faults are logged. @default console.error as JSON */
   log?: (message: string, fields: Record<string, unknown>) => void;
-}
-
-const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-
-function sameToken(given: string, expected: string): boolean {
-  // Compare digests so the comparison takes the same time whatever the lengths.
-  const a = createHash("sha256").update(given).digest();
-  const b = createHash("sha256").update(expected).digest();
-  return timingSafeEqual(a, b);
 }
 
 async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
@@ -39,7 +33,11 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
   }
 }
 
-/** The Hono app: `/healthz`, `/readyz`, `/metrics` and the JSON API under `/api/v1`. */
+/**
+ * The Hono app: `/healthz`, `/readyz`, `/metrics` and the JSON API under `/api/v1`. Every request
+ * passes the Host check; API requests then pass the cross-site, token and path/query checks before
+ * any route runs (docs/security.md).
+ */
 export function createApp(rt: FactflowRuntime, options: AppOptions = {}): Hono {
   const log =
     options.log ??
@@ -58,6 +56,7 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}): Hono {
     ),
   );
 
+  app.use("*", hostGuard(rt.settings.host, rt.settings.allowed_hosts));
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
     if (options.isShuttingDown?.() === true) return c.json({ status: "shutting_down" }, 503);
@@ -99,22 +98,9 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}): Hono {
       },
     }),
   );
-  api.use("*", async (c, next) => {
-    const token = rt.settings.api_token;
-    if (token !== undefined && !READ_METHODS.has(c.req.method)) {
-      const header = c.req.header("authorization") ?? "";
-      const given = header.startsWith("Bearer ") ? header.slice("Bearer ".length) : undefined;
-      if (given === undefined || !sameToken(given, token)) {
-        c.header("WWW-Authenticate", 'Bearer realm="factflow"');
-        throw new HttpProblem(
-          401,
-          "unauthorized",
-          "this route needs `Authorization: Bearer <token>` with the server's FACTFLOW_API_TOKEN",
-        );
-      }
-    }
-    await next();
-  });
+  api.use("*", tokenGuard(rt.settings.api_token, { reads: rt.settings.api_token_reads }));
+  api.use("*", crossSiteGuard(rt.settings.allowed_origins));
+  api.use("*", requestTextGuard());
   api.get("/openapi.json", (c) => c.json(openApiDocument()));
   api.route("/", configRoutes(rt));
   api.route("/", executionRoutes(rt));

@@ -112,13 +112,19 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       adapters: [...builtinAdapters, ...(options.adapters ?? [])],
       logger,
       maxConcurrent: settings.max_concurrent,
+      // Code comes only from where the operator pointed when the server started, never from a request.
+      moduleAccess: {
+        directories: settings.adapter_dirs,
+        packages: settings.adapter_packages,
+        hint: "set FACTFLOW_ADAPTER_DIRS (directories) or FACTFLOW_ADAPTER_PACKAGES (package names) when starting the server",
+      },
       // Only the in-process provider guarantees the publisher is the consumer; with a shared broker
       // another server may consume the message, so its lineage row must be committed first.
       strictLineage: rawProvider.name !== "embedded",
       ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
     });
     const parseConfig = (source: string, path: string) =>
-      loadPipelineConfig(source, { path, registry: engine.registry });
+      loadPipelineConfig(source, { path, registry: engine.registry, maxRoutes: settings.config_max_routes });
     const configs = new ConfigCatalog(settings.config_dir, db.executions, parseConfig);
 
     metrics.addCollector({

@@ -1,3 +1,4 @@
+import { findJsonHazard } from "@factflow/protocols";
 import type { Context } from "hono";
 import * as v from "valibot";
 import { HttpProblem } from "./http-errors.js";
@@ -21,6 +22,13 @@ export async function readJson<TSchema extends v.GenericSchema>(
       "bad_json",
       `request body is not valid JSON (${(error as Error).message}); send a JSON object`,
     );
+  }
+  const hazard = findJsonHazard(data);
+  if (hazard !== undefined) {
+    const path = hazard.path === "$" ? "(body)" : hazard.path.slice(2);
+    throw new HttpProblem(400, "invalid_request", `request body is invalid: ${path} ${hazard.message}`, [
+      { path, message: hazard.message },
+    ]);
   }
   return validate(schema, data, "request body");
 }

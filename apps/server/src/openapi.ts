@@ -113,9 +113,15 @@ export const OPERATIONS: readonly Operation[] = [
   {
     method: "get",
     path: "/api/v1/executions/{id}",
-    summary: "One execution with per-route counts",
+    summary: "One execution with per-route counts (its input inline up to 64 KB)",
     tag: "executions",
     query: ["snapshot"],
+  },
+  {
+    method: "get",
+    path: "/api/v1/executions/{id}/input",
+    summary: "The input an execution was started with, whole",
+    tag: "executions",
   },
   {
     method: "post",

@@ -1,13 +1,29 @@
 import type { ExecutionRecord, LineageRow, RouteStatusCount } from "@factflow/protocols";
 
-/** An execution as the API shows it (snake_case, like request bodies). */
+/** Inputs larger than this are left out of an execution's detail; `GET .../input` serves them whole. */
+export const DETAIL_INPUT_LIMIT_BYTES = 65_536;
+
+/** The `input` fields of an execution's detail: inline when small, otherwise its size and where to get it. */
+export function inputJson(record: ExecutionRecord) {
+  const bytes = record.input === null ? 0 : Buffer.byteLength(JSON.stringify(record.input), "utf8");
+  if (bytes <= DETAIL_INPUT_LIMIT_BYTES) return { input: record.input, input_bytes: bytes };
+  return {
+    input: null,
+    input_bytes: bytes,
+    input_omitted: `over ${DETAIL_INPUT_LIMIT_BYTES} bytes; GET /api/v1/executions/${record.id}/input`,
+  };
+}
+
+/**
+ * An execution as the API shows it (snake_case, like request bodies). Lists carry no input: it can
+ * be large, and a page of fifty of them would be a large response.
+ */
 export function executionJson(record: ExecutionRecord, options: { snapshot?: boolean } = {}) {
   return {
     id: record.id,
     status: record.status,
     config_name: record.configName,
     config_version: record.configVersion,
-    input: record.input,
     error: record.error,
     parent_execution_id: record.parentExecutionId,
     replay_from_route: record.replayFromRoute,

@@ -4,6 +4,7 @@ import { FactflowError, type Logger, type StorageProtocol } from "@factflow/prot
 import { serve } from "@hono/node-server";
 import { createApp } from "./app.js";
 import { composeRuntime } from "./compose.js";
+import { isLoopbackHost } from "./guards/host-guard.js";
 import { createJsonLogger } from "./logger.js";
 import type { FactflowRuntime } from "./runtime.js";
 import { redactSettings, type Settings } from "./settings.js";
@@ -35,6 +36,7 @@ export async function startServer(
   options: StartServerOptions = {},
 ): Promise<RunningServer> {
   const logger = options.logger ?? createJsonLogger();
+  assertExposureIsProtected(settings, logger);
   logger.info("starting factflow server", { settings: redactSettings(settings) });
   const runtime = await composeRuntime(settings, {
     logger,
@@ -95,6 +97,25 @@ export async function startServer(
     process.once("SIGTERM", onSignal);
   }
   return { url, port: address.port, runtime, close };
+}
+
+/** Beyond loopback, anyone who can reach the port could run pipelines: that needs a token. */
+function assertExposureIsProtected(settings: Settings, logger: Logger): void {
+  if (isLoopbackHost(settings.host) || settings.api_token !== undefined) return;
+  if (settings.insecure) {
+    logger.warn(
+      "serving beyond loopback without an API token: anyone who reaches the port can start, cancel and delete executions",
+      {
+        host: settings.host,
+      },
+    );
+    return;
+  }
+  throw new FactflowError(
+    "invalid_argument",
+    `[factflow/server] refusing to listen on ${settings.host} without an API token: anyone who reaches it could run pipelines. ` +
+      "Set FACTFLOW_API_TOKEN (16+ characters, e.g. `openssl rand -hex 24`), bind to 127.0.0.1, or set FACTFLOW_INSECURE=1 to accept the risk",
+  );
 }
 
 async function resumeOrphans(runtime: FactflowRuntime, logger: Logger): Promise<void> {

@@ -17,6 +17,27 @@ const intFrom = (min: number, max: number) =>
 
 const nonEmpty = v.pipe(v.string(), v.trim(), v.minLength(1, "must not be empty"));
 
+/** A list: an array (settings file) or comma-separated text (env), blanks dropped. */
+const listOf = (item: v.GenericSchema<string, string>) =>
+  v.pipe(
+    v.union([v.array(v.string()), v.string()], "must be a list (comma-separated in env)"),
+    v.transform((value) =>
+      (typeof value === "string" ? value.split(",") : value).map((x) => x.trim()).filter((x) => x !== ""),
+    ),
+    v.array(item),
+  );
+
+const flag = v.pipe(
+  v.union([
+    v.boolean(),
+    v.picklist(["1", "0", "true", "false", "yes", "no"], "must be 1/0, true/false or yes/no"),
+  ]),
+  v.transform((value) => value === true || value === "1" || value === "true" || value === "yes"),
+);
+
+const HOST_NAME = /^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$|^\[[0-9a-f:.]+\]$/i;
+const ORIGIN = /^https?:\/\/[^/\s]+$/i;
+
 /**
  * Server and CLI settings, read from `FACTFLOW_*` environment variables and an optional YAML/JSON
  * settings file (keys are the variable names without the prefix, in lower case: `rabbitmq_url`).
@@ -52,8 +73,39 @@ export const SettingsSchema = v.pipe(
     host: v.optional(nonEmpty, "127.0.0.1"),
     /** @default 8000 (0 picks a free port) */
     port: v.optional(intFrom(0, 65_535), 8000),
-    /** Bearer token required on every mutating route when set. */
-    api_token: v.optional(v.pipe(v.string(), v.minLength(8, "must be at least 8 characters"))),
+    /**
+     * Bearer token required on every mutating route when set. Required when `host` is not a loopback
+     * address (unless `insecure`).
+     */
+    api_token: v.optional(v.pipe(v.string(), v.minLength(16, "must be at least 16 characters"))),
+    /** Require the token on reads too (dead-letter bodies and inputs can hold user data). @default false */
+    api_token_reads: v.optional(flag, false),
+    /** Serve beyond loopback without a token (logs a warning at start). @default false */
+    insecure: v.optional(flag, false),
+    /**
+     * Host names (besides loopback names and IP literals) this server answers to; `*.example.com`
+     * allows subdomains. Other `Host` headers get 421, which closes DNS rebinding. @default []
+     */
+    allowed_hosts: v.optional(
+      listOf(
+        v.pipe(v.string(), v.regex(HOST_NAME, "must be host names like api.example.com or *.example.com")),
+      ),
+      [],
+    ),
+    /** Origins (`https://console.example.com`) allowed to send mutating requests besides the server's own. @default [] */
+    allowed_origins: v.optional(
+      listOf(v.pipe(v.string(), v.regex(ORIGIN, "must be origins like https://app.example.com"))),
+      [],
+    ),
+    /**
+     * Directories from which pipeline configs may import `adapter_modules` (files; symlinks are
+     * resolved first). @default [config_dir]
+     */
+    adapter_dirs: v.optional(listOf(nonEmpty)),
+    /** Package names that pipeline configs may import as `adapter_modules`. @default [] */
+    adapter_packages: v.optional(listOf(nonEmpty), []),
+    /** Most routes one pipeline config may declare. @default 1000 */
+    config_max_routes: v.optional(intFrom(1, 100_000), 1000),
     /** Largest accepted request body, in bytes. @default 1048576 */
     body_limit_bytes: v.optional(intFrom(1024, 100 * 1024 * 1024), 1024 * 1024),
     /**
@@ -86,9 +138,10 @@ type ParsedSettings = v.InferOutput<typeof SettingsSchema>;
 
 /** Validated, frozen settings with paths resolved against the working directory. */
 export type Settings = Readonly<
-  Omit<ParsedSettings, "storage_root" | "provider"> & {
+  Omit<ParsedSettings, "storage_root" | "provider" | "adapter_dirs"> & {
     provider: Exclude<ParsedSettings["provider"], "pulsar">;
     storage_root: string;
+    adapter_dirs: readonly string[];
   }
 >;
 
@@ -112,6 +165,13 @@ const KEYS = [
   "api_token",
   "body_limit_bytes",
   "retention_days",
+  "api_token_reads",
+  "insecure",
+  "allowed_hosts",
+  "allowed_origins",
+  "adapter_dirs",
+  "adapter_packages",
+  "config_max_routes",
 ] as const;
 
 const SECRET_KEYS = new Set<string>(["api_token", "artemis_password"]);
@@ -189,12 +249,16 @@ export function loadSettings(options: LoadSettingsOptions = {}): Settings {
   }
   const parsed = result.output;
   const dataDir = resolve(cwd, parsed.data_dir);
+  const configDir = resolve(cwd, parsed.config_dir);
   return Object.freeze({
     ...parsed,
     provider: parsed.provider as Settings["provider"],
     data_dir: dataDir,
     storage_root: resolve(cwd, parsed.storage_root ?? resolve(dataDir, "artefacts")),
-    config_dir: resolve(cwd, parsed.config_dir),
+    config_dir: configDir,
+    adapter_dirs: (parsed.adapter_dirs ?? [configDir]).map((dir) => resolve(cwd, dir)),
+    allowed_hosts: parsed.allowed_hosts.map((h) => h.toLowerCase()),
+    allowed_origins: parsed.allowed_origins.map((o) => o.toLowerCase()),
   });
 }
 

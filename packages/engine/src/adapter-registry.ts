@@ -1,6 +1,3 @@
-import { createRequire } from "node:module";
-import { isAbsolute, join } from "node:path";
-import { pathToFileURL } from "node:url";
 import {
   type Adapter,
   type AdapterDefinition,
@@ -9,6 +6,7 @@ import {
   type JsonObject,
   PipelineError,
 } from "@factflow/protocols";
+import { checkModule, type ModuleAccess, NO_MODULE_ACCESS } from "./module-access.js";
 
 /** A module of `adapter_modules` that could not be loaded. */
 export interface ModuleLoadFailure {
@@ -26,15 +24,26 @@ export interface AdapterRegistry {
   register(definition: AdapterDefinition): void;
   /**
    * Imports each module (an absolute path, or a package name resolved from `baseDir`) and registers
-   * its `adapters` export. Returns the failures instead of throwing so config loading can list them.
+   * its `adapters` export, after checking it against the registry's `ModuleAccess` (a refused module
+   * is never imported). Returns the failures instead of throwing so config loading can list them.
    */
   loadModules(specifiers: readonly string[], baseDir?: string): Promise<ModuleLoadFailure[]>;
   /** Creates an adapter instance; throws `PipelineError` (`unknown_adapter`) for an unknown type. */
   create(type: string, config: JsonObject, context: AdapterFactoryContext): Promise<Adapter>;
 }
 
+/** Options of `createAdapterRegistry`. */
+export interface AdapterRegistryOptions {
+  /** Where `adapter_modules` may come from. @default NO_MODULE_ACCESS (nothing is imported) */
+  readonly moduleAccess?: ModuleAccess;
+}
+
 /** Builds a registry from adapter definitions (e.g. `adapters` of `@factflow/adapters`). */
-export function createAdapterRegistry(definitions: readonly AdapterDefinition[] = []): AdapterRegistry {
+export function createAdapterRegistry(
+  definitions: readonly AdapterDefinition[] = [],
+  options: AdapterRegistryOptions = {},
+): AdapterRegistry {
+  const access = options.moduleAccess ?? NO_MODULE_ACCESS;
   const byType = new Map<string, AdapterDefinition>();
   const loaded = new Set<string>();
   const registry: AdapterRegistry = {
@@ -47,8 +56,13 @@ export function createAdapterRegistry(definitions: readonly AdapterDefinition[] 
       const failures: ModuleLoadFailure[] = [];
       for (const [index, specifier] of specifiers.entries()) {
         if (loaded.has(specifier)) continue;
+        const checked = checkModule(specifier, baseDir, access);
+        if (!checked.ok) {
+          failures.push({ index, specifier, message: checked.message });
+          continue;
+        }
         try {
-          const module = (await import(resolveSpecifier(specifier, baseDir))) as Partial<AdapterModule>;
+          const module = (await import(checked.url)) as Partial<AdapterModule>;
           if (!Array.isArray(module.adapters)) {
             failures.push({
               index,
@@ -82,14 +96,4 @@ export function createAdapterRegistry(definitions: readonly AdapterDefinition[] 
   };
   for (const definition of definitions) registry.register(definition);
   return registry;
-}
-
-function resolveSpecifier(specifier: string, baseDir: string): string {
-  if (isAbsolute(specifier)) return pathToFileURL(specifier).href;
-  // A package name: prefer the copy installed next to the config, fall back to the engine's view.
-  try {
-    return pathToFileURL(createRequire(join(baseDir, "noop.js")).resolve(specifier)).href;
-  } catch {
-    return specifier;
-  }
 }

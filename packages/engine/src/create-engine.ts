@@ -9,6 +9,7 @@ import {
 } from "@factflow/protocols";
 import { type AdapterRegistry, createAdapterRegistry } from "./adapter-registry.js";
 import { ExecutionService } from "./execution-service.js";
+import type { ModuleAccess } from "./module-access.js";
 import { OrchestratorManager } from "./orchestrator-manager.js";
 
 export interface EngineOptions {
@@ -19,6 +20,11 @@ export interface EngineOptions {
   readonly storage: StorageProtocol;
   /** Adapter definitions by type (e.g. the built-ins of `@factflow/adapters`). */
   readonly adapters?: readonly AdapterDefinition[];
+  /**
+   * Where a config's `adapter_modules` may be imported from, checked before every import (config
+   * validation, start, resume, replay). @default NO_MODULE_ACCESS: no module is ever imported
+   */
+  readonly moduleAccess?: ModuleAccess;
   /** @default silentLogger */
   readonly logger?: Logger;
   /** Executions running at once. @default 10 */
@@ -61,7 +67,9 @@ export interface Engine {
 /** Wires the engine on the services the application hands it. */
 export function createEngine(options: EngineOptions): Engine {
   const logger = options.logger ?? silentLogger;
-  const registry = createAdapterRegistry(options.adapters ?? []);
+  const registry = createAdapterRegistry(options.adapters ?? [], {
+    ...(options.moduleAccess === undefined ? {} : { moduleAccess: options.moduleAccess }),
+  });
   const manager = new OrchestratorManager({
     queue: options.queue,
     lineage: options.lineage,

@@ -65,6 +65,7 @@ export class ExecutionService {
   /** Freezes the config into a new execution row (status running, UUIDv7 id) and starts it. */
   async create(request: CreateExecutionRequest): Promise<ExecutionRecord> {
     this.#manager.assertCapacity();
+    this.#manager.assertInputFits(request.input);
     const record = await this.#executions.createExecution({
       id: uuidv7(),
       configName: request.configName ?? request.config.name,

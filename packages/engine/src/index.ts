@@ -1,4 +1,4 @@
-export type { AdapterRegistry, ModuleLoadFailure } from "./adapter-registry.js";
+export type { AdapterRegistry, AdapterRegistryOptions, ModuleLoadFailure } from "./adapter-registry.js";
 export { createAdapterRegistry } from "./adapter-registry.js";
 export { CompletionGate } from "./completion-gate.js";
 export type { Engine, EngineOptions } from "./create-engine.js";
@@ -22,6 +22,7 @@ export { ExecutionService } from "./execution-service.js";
 export { canonicalJson, hashJson, uuidv7 } from "./ids.js";
 export type { LoadPipelineConfigOptions } from "./load-pipeline-config.js";
 export { DEFAULT_MAX_CONFIG_BYTES, loadPipelineConfig } from "./load-pipeline-config.js";
+export { checkModule, type ModuleAccess, type ModuleCheck, NO_MODULE_ACCESS } from "./module-access.js";
 export type { OrchestratorManagerOptions, StartRequest } from "./orchestrator-manager.js";
 export { OrchestratorManager } from "./orchestrator-manager.js";
 export type {

@@ -1,10 +1,13 @@
-import { dirname, isAbsolute, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import {
   ConfigError,
   type ConfigIssue,
+  DEFAULT_MAX_JSON_DEPTH,
+  findJsonHazard,
   type PipelineConfig,
   PipelineConfigSchema,
 } from "@factflow/protocols";
+import { CORE_SCHEMA, load as loadYaml, YAMLException } from "js-yaml";
 import * as v from "valibot";
 import { isMap, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import type { AdapterRegistry } from "./adapter-registry.js";
@@ -16,22 +19,36 @@ export interface LoadPipelineConfigOptions {
   readonly path?: string;
   /** Largest accepted source, in bytes. @default 1_048_576 */
   readonly maxBytes?: number;
+  /** Most routes a config may declare. @default 1000 */
+  readonly maxRoutes?: number;
+  /** Deepest nesting of maps and lists (adapter configs, the init message). @default 64 */
+  readonly maxDepth?: number;
+  /**
+   * Most values the document may expand to. Guards against YAML alias bombs (aliases that repeat
+   * large parts many times). @default 200_000
+   */
+  readonly maxValues?: number;
   /**
    * The adapter registry to check adapter types and configs against. `adapter_modules` are loaded
-   * into it first. Without it, adapter types are not checked.
+   * into it first, if its `ModuleAccess` allows them. Without it, adapter types are not checked.
    */
   readonly registry?: AdapterRegistry;
-  /** Most aliases (`*name`) the YAML may dereference; guards against alias bombs. @default 50 */
-  readonly maxAliasCount?: number;
 }
 
 export const DEFAULT_MAX_CONFIG_BYTES = 1_048_576;
+export const DEFAULT_MAX_CONFIG_ROUTES = 1000;
+const DEFAULT_MAX_CONFIG_VALUES = 200_000;
+/** Sources up to this size get line numbers on their issues (a second, slower parse that keeps positions). */
+const MAX_BYTES_WITH_LINES = 65_536;
 
 /**
- * Parses, validates and freezes a pipeline config. Every problem (YAML syntax, schema, semantics)
- * is collected with its path and line into one `ConfigError`; nothing is started from an invalid
- * config. Relative `adapter_modules` entries are resolved against the config file's directory, so
- * the frozen snapshot stays loadable from anywhere (replay).
+ * Parses, validates and freezes a pipeline config. Every problem (YAML syntax, limits, schema,
+ * semantics) is collected with its path (and line, for sources up to 64 KB) into one `ConfigError`;
+ * nothing is started from an invalid config. Hostile sources are cheap to refuse: size, nesting,
+ * alias expansion, NUL characters, lone surrogates and the route count are checked before the
+ * schema runs, and every check is linear in the size of the source. Relative `adapter_modules`
+ * entries are resolved against the config file's directory, so the frozen snapshot stays loadable
+ * from anywhere (replay).
  */
 export async function loadPipelineConfig(
   source: string,
@@ -48,35 +65,14 @@ export async function loadPipelineConfig(
       },
     ]);
   }
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const lineAt = (offset: number | undefined) =>
-    offset === undefined ? undefined : lineCounter.linePos(offset).line;
-  if (doc.errors.length > 0) {
-    throw new ConfigError(
-      subject,
-      doc.errors.map((e) =>
-        withLine({ path: "$", message: `YAML syntax: ${e.message.split("\n")[0]}` }, lineAt(e.pos[0])),
-      ),
-    );
-  }
-  let data: unknown;
-  try {
-    data = doc.toJS({ maxAliasCount: options.maxAliasCount ?? 50 });
-  } catch (error) {
-    throw new ConfigError(subject, [
-      {
-        path: "$",
-        message: `YAML could not be expanded (${(error as Error).message}); use fewer aliases (*name)`,
-      },
-    ]);
-  }
-  const locate = (path: readonly (string | number)[]): ConfigIssue => ({
-    path: formatPath(path),
-    message: "",
-  });
+  const maxDepth = options.maxDepth ?? DEFAULT_MAX_JSON_DEPTH;
+  const data = parseYamlData(source, subject, maxDepth);
+  const lines = lineFinder(source);
   const toIssue = (raw: RawIssue): ConfigIssue =>
-    withLine({ ...locate(raw.path), message: raw.message }, lineOf(doc.contents, raw.path, lineAt));
+    withLine({ path: formatPath(raw.path), message: raw.message }, lines(raw.path));
+
+  const limitIssue = checkLimits(data, options);
+  if (limitIssue !== undefined) throw new ConfigError(subject, [toIssue(limitIssue)]);
 
   const parsed = v.safeParse(PipelineConfigSchema, data);
   if (!parsed.success) {
@@ -90,19 +86,106 @@ export async function loadPipelineConfig(
   const baseDir = options.path === undefined ? process.cwd() : dirname(resolve(options.path));
   const config: PipelineConfig = {
     ...parsed.output,
-    adapter_modules: parsed.output.adapter_modules.map((m) =>
-      m.startsWith(".") || isAbsolute(m) ? resolve(baseDir, m) : m,
-    ),
+    adapter_modules: parsed.output.adapter_modules.map((m) => (m.startsWith(".") ? resolve(baseDir, m) : m)),
   };
   const issues: ConfigIssue[] = [];
   if (options.registry !== undefined) {
-    const failures = await options.registry.loadModules(config.adapter_modules);
+    const failures = await options.registry.loadModules(config.adapter_modules, baseDir);
     for (const failure of failures)
       issues.push(toIssue({ path: ["adapter_modules", failure.index], message: failure.message }));
   }
   issues.push(...checkPipelineSemantics(config, options.registry).map(toIssue));
   if (issues.length > 0) throw new ConfigError(subject, issues);
   return deepFreeze(config);
+}
+
+/** YAML text → plain data, with syntax errors (and nesting too deep for the parser) as issues. */
+function parseYamlData(source: string, subject: string, maxDepth: number): unknown {
+  try {
+    // YAML 1.2's core schema: plain data only (no timestamps, binaries, merge keys or custom tags).
+    // The parser's own depth guard stops hostile nesting early; the walk after it names the path.
+    const options = { schema: CORE_SCHEMA, maxDepth: maxDepth + 2 };
+    return loadYaml(source, options);
+  } catch (error) {
+    if (error instanceof YAMLException) {
+      const message = error.reason.startsWith("nesting exceeded")
+        ? `the YAML is nested more than ${maxDepth} levels deep; flatten it (the limit is ${maxDepth})`
+        : `YAML syntax: ${error.reason}`;
+      const issue: ConfigIssue = { path: "$", message };
+      throw new ConfigError(subject, [
+        withLine(issue, error.mark === undefined ? undefined : error.mark.line + 1),
+      ]);
+    }
+    if (error instanceof RangeError) {
+      throw new ConfigError(subject, [
+        {
+          path: "$",
+          message: `the YAML is nested too deeply to parse; keep nesting under ${DEFAULT_MAX_JSON_DEPTH} levels`,
+        },
+      ]);
+    }
+    throw error;
+  }
+}
+
+/** Nesting, expansion, characters and route count: checked before the schema walks the data. */
+function checkLimits(data: unknown, options: LoadPipelineConfigOptions): RawIssue | undefined {
+  const maxValues = options.maxValues ?? DEFAULT_MAX_CONFIG_VALUES;
+  const hazard = findJsonHazard(data, {
+    maxDepth: options.maxDepth ?? DEFAULT_MAX_JSON_DEPTH,
+    maxNodes: maxValues,
+  });
+  if (hazard !== undefined) {
+    const message =
+      hazard.kind === "size"
+        ? `the document expands to more than ${maxValues} values; YAML aliases (*name) that repeat large parts multiply it: use fewer aliases`
+        : hazard.message;
+    return { path: pathSegments(hazard.path), message };
+  }
+  const routes = (data as { routes?: unknown } | null)?.routes;
+  const maxRoutes = options.maxRoutes ?? DEFAULT_MAX_CONFIG_ROUTES;
+  if (routes !== null && typeof routes === "object") {
+    const count = Object.keys(routes).length;
+    if (count > maxRoutes)
+      return {
+        path: ["routes"],
+        message: `declares ${count} routes, over the limit of ${maxRoutes}; split the pipeline or raise maxRoutes`,
+      };
+  }
+  return undefined;
+}
+
+/** `$.routes.a[0]` → `["routes", "a", 0]` (for line lookup; keys with dots lose their line only). */
+function pathSegments(path: string): (string | number)[] {
+  const segments: (string | number)[] = [];
+  for (const match of path.matchAll(/\.([^.[]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/g)) {
+    if (match[1] !== undefined) segments.push(match[1]);
+    else if (match[2] !== undefined) segments.push(Number(match[2]));
+    else if (match[3] !== undefined) segments.push(JSON.parse(match[3]) as string);
+  }
+  return segments;
+}
+
+/**
+ * Finds the line of a path. The fast parser keeps no positions, so a second parser that does runs
+ * once, lazily, when an issue needs a line, and only for sources small enough to parse quickly.
+ */
+function lineFinder(source: string): (path: readonly (string | number)[]) => number | undefined {
+  let root: Node | null | undefined;
+  let lineAt: ((offset: number | undefined) => number | undefined) | undefined;
+  return (path) => {
+    if (source.length > MAX_BYTES_WITH_LINES) return undefined;
+    if (lineAt === undefined) {
+      const lineCounter = new LineCounter();
+      try {
+        root = parseDocument(source, { lineCounter, prettyErrors: false }).contents as Node | null;
+      } catch {
+        root = undefined;
+      }
+      lineAt = (offset) => (offset === undefined ? undefined : lineCounter.linePos(offset).line);
+    }
+    return lineOf(root, path, lineAt);
+  };
 }
 
 function withLine(issue: ConfigIssue, line: number | undefined): ConfigIssue {

@@ -1,4 +1,4 @@
-import { type JsonValue, type PipelineConfig, PipelineError } from "@factflow/protocols";
+import { findJsonHazard, type JsonValue, type PipelineConfig, PipelineError } from "@factflow/protocols";
 import { TooManyConcurrentExecutionsError } from "./errors.js";
 import type { ExecutionEventType } from "./execution-events.js";
 import {
@@ -7,6 +7,9 @@ import {
   type OrchestratorServices,
   PipelineOrchestrator,
 } from "./pipeline-orchestrator.js";
+
+/** Bytes of an init message's encoding kept for its headers (ids, attempt, execution, trace). */
+const INIT_HEADER_ROOM = 4096;
 
 export interface OrchestratorManagerOptions extends OrchestratorServices {
   /** Executions running at once in this process. @default 10 */
@@ -50,6 +53,29 @@ export class OrchestratorManager {
     }
     if (this.#running.size + this.#reserved >= this.maxConcurrent)
       throw new TooManyConcurrentExecutionsError(this.maxConcurrent);
+  }
+
+  /**
+   * Refuses an init message the provider could never carry (or a database could never store) before
+   * any execution row is written, so a refused start leaves nothing behind.
+   */
+  assertInputFits(input: JsonValue | null | undefined): void {
+    if (input === null || input === undefined) return;
+    const hazard = findJsonHazard(input);
+    if (hazard !== undefined) {
+      throw new PipelineError(
+        "invalid_message",
+        `[factflow/engine] the execution input at ${hazard.path} ${hazard.message}`,
+      );
+    }
+    const limit = this.#services.queue.capabilities.maxMessageBytes - INIT_HEADER_ROOM;
+    const bytes = Buffer.byteLength(JSON.stringify(input), "utf8");
+    if (bytes > limit) {
+      throw new PipelineError(
+        "message_too_large",
+        `[factflow/engine] the execution input is ${bytes} bytes of JSON; the ${this.#services.queue.name} provider carries at most ${limit} (maxMessageBytes less room for headers): store large inputs as artefacts and pass a reference`,
+      );
+    }
   }
 
   /** Starts an orchestrator; resolves once every route is subscribed and the seed is published. */

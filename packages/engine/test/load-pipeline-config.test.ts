@@ -161,20 +161,23 @@ routes:
       `export const adapters = [{ type: "shout", description: "upper-case", create: () => ({ type: "shout", process: (ctx) => ({ data: String(ctx.message).toUpperCase() }) }) }];\n`,
     );
     const source = `name: u\nadapter_modules: [./my-adapters.mjs]\ninit: { route: a }\nroutes:\n  a:\n    inbound: { queue: a.in }\n    adapters: [{ type: shout }]\n`;
-    const reg = registry();
+    const access = { directories: [dir], packages: [] };
+    const reg = createAdapterRegistry(adapters, { moduleAccess: access });
     const config = await loadPipelineConfig(source, { path: join(dir, "pipeline.yaml"), registry: reg });
     expect(config.adapter_modules).toEqual([join(dir, "my-adapters.mjs")]);
     expect(reg.get("shout")?.description).toBe("upper-case");
     const missing = await issuesOf(source.replace("./my-adapters.mjs", "./nope.mjs"), {
       path: join(dir, "p.yaml"),
-      registry: registry(),
+      registry: createAdapterRegistry(adapters, { moduleAccess: access }),
     });
     expect(missing.map((i) => i.path)).toContain("adapter_modules[0]");
     expect(missing.some((i) => i.message.includes('unknown adapter "shout"'))).toBe(true);
   });
 
   it("loads user adapters from a package name", async () => {
-    const reg = createAdapterRegistry();
+    const reg = createAdapterRegistry([], {
+      moduleAccess: { directories: [], packages: ["@factflow/adapters"] },
+    });
     const source = `name: p\nadapter_modules: ["@factflow/adapters"]\ninit: { route: a }\nroutes:\n  a:\n    inbound: { queue: a.in }\n    adapters: [{ type: passthrough }]\n`;
     await loadPipelineConfig(source, { path: join(import.meta.dirname, "pipeline.yaml"), registry: reg });
     expect(reg.types()).toContain("batch");

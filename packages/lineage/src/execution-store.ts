@@ -134,8 +134,10 @@ export class ExecutionStore implements ExecutionStoreProtocol {
       base = base.where("parent_execution_id", "=", query.parentExecutionId);
     const [count, rows] = await Promise.all([
       base.select(sql<number>`count(*)::int`.as("n")).executeTakeFirstOrThrow(),
-      base
-        .selectAll()
+      (query.includeInput === false
+        ? base.select([...COLUMNS_BUT_INPUT, sql<null>`null`.as("input")])
+        : base.selectAll()
+      )
         .orderBy("created_at", "desc")
         .orderBy("id", "desc")
         .offset(offset)
@@ -221,6 +223,20 @@ function toStoredConfig(row: Selectable<PipelineConfigsTable>): StoredConfig {
     createdAt: iso(row.created_at),
   };
 }
+
+const COLUMNS_BUT_INPUT = [
+  "id",
+  "config_name",
+  "config_version",
+  "status",
+  "config_snapshot",
+  "error",
+  "parent_execution_id",
+  "replay_from_route",
+  "created_at",
+  "finished_at",
+  "counters",
+] as const;
 
 function toExecution(row: Selectable<PipelineExecutionsTable>): ExecutionRecord {
   return {

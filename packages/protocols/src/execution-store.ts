@@ -47,6 +47,8 @@ export interface ExecutionListQuery {
   readonly parentExecutionId?: string;
   readonly offset?: number;
   readonly limit?: number;
+  /** Load each execution's input (it can be large); without it `input` is `null`. @default true */
+  readonly includeInput?: boolean;
 }
 
 /** Persistence of configs and executions (separate from the lineage writer). */

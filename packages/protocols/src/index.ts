@@ -30,6 +30,12 @@ export type { DeadLetterReason } from "./headers.js";
 export { Headers } from "./headers.js";
 export type { JsonObject, JsonValue } from "./json.js";
 export { findNonJson } from "./json.js";
+export {
+  DEFAULT_MAX_JSON_DEPTH,
+  findJsonHazard,
+  type JsonHazard,
+  type JsonHazardLimits,
+} from "./json-limits.js";
 export type {
   LineageCounters,
   LineageErrorInfo,

@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { ConfigError } from "@factflow/protocols";
 import { ApiError } from "../api-client.js";
 import { type CliContext, openBackend, UsageError } from "../context.js";
@@ -19,7 +19,11 @@ export async function configCommand(ctx: CliContext, args: readonly string[]): P
   }
   if (sub !== "list" && target === undefined)
     throw new UsageError(`factflow config ${sub} needs ${sub === "validate" ? "a file" : "a config name"}`);
-  const backend = await openBackend(ctx);
+  // A file validated here is the user's own: its directory may hold its adapter modules.
+  const backend = await openBackend(
+    ctx,
+    sub === "validate" ? { adapterDir: dirname(resolve(ctx.cwd, target as string)) } : {},
+  );
   try {
     const { client } = backend;
     if (sub === "list") {

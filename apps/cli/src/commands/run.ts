@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { ConfigError, type JsonValue } from "@factflow/protocols";
 import { composeRuntime } from "@factflow/server";
 import { type CliContext, cliLogger, settingsOf, UsageError } from "../context.js";
@@ -42,7 +42,8 @@ export async function runCommand(ctx: CliContext, args: readonly string[]): Prom
     );
   }
   const input = await parseInput(ctx.flags.input, ctx.cwd);
-  const settings = settingsOf(ctx);
+  // The user runs this file on purpose: its own directory may hold its adapter modules.
+  const settings = settingsOf(ctx, { adapterDir: dirname(path) });
   const { output, flags } = ctx;
   // One execution, then exit: no retention schedule (`factflow executions prune` runs it on demand).
   const runtime = await composeRuntime(settings, {

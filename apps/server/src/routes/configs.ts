@@ -9,13 +9,19 @@ const SourceBody = v.strictObject({
   source: v.pipe(v.string(), v.minLength(1, "must hold the pipeline YAML")),
 });
 const GetQuery = v.object({
-  version: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, "must be a version number"), v.transform(Number))),
+  version: v.optional(
+    v.pipe(
+      v.string(),
+      v.regex(/^\d{1,9}$/, "must be a version number (1 to 999999999)"),
+      v.transform(Number),
+    ),
+  ),
 });
 
-/** The YAML of a request: a raw YAML/text body, or JSON `{ "source": "..." }`. */
+/** The YAML of a request: a raw YAML body (`application/yaml`), or JSON `{ "source": "..." }`. */
 async function readSource(c: Context): Promise<string> {
   const type = c.req.header("content-type") ?? "";
-  if (/yaml|text\/plain/.test(type)) {
+  if (/yaml/.test(type)) {
     const text = await c.req.text();
     if (text.trim() === "")
       throw new HttpProblem(400, "invalid_request", "request body is empty; send the pipeline YAML");

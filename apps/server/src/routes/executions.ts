@@ -4,11 +4,11 @@ import { streamSSE } from "hono/streaming";
 import * as v from "valibot";
 import { PagingQuery, readJson, readQuery } from "../http-input.js";
 import type { FactflowRuntime } from "../runtime.js";
-import { executionJson, lineageJson, routeCountsJson } from "../serialize.js";
+import { executionJson, inputJson, lineageJson, routeCountsJson } from "../serialize.js";
 
 const CreateExecutionBody = v.strictObject({
   config: v.pipe(v.string(), v.minLength(1, "name the config to run")),
-  version: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  version: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(999_999_999))),
   input: v.optional(v.unknown()),
 });
 
@@ -84,6 +84,7 @@ export function executionRoutes(rt: FactflowRuntime): Hono {
       ...(q.parent === undefined ? {} : { parentExecutionId: q.parent }),
       offset: q.offset,
       limit: q.limit,
+      includeInput: false,
     });
     return c.json({
       total: page.total,
@@ -98,8 +99,14 @@ export function executionRoutes(rt: FactflowRuntime): Hono {
     const counts = await rt.lineage.countsByRoute(record.id);
     return c.json({
       ...executionJson(record, { snapshot: c.req.query("snapshot") === "true" }),
+      ...inputJson(record),
       routes: routeCountsJson(counts),
     });
+  });
+
+  app.get("/executions/:id/input", async (c) => {
+    const record = await mustGet(c.req.param("id"));
+    return c.json({ id: record.id, input: record.input });
   });
 
   app.post("/executions/:id/cancel", async (c) => {
