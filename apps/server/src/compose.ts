@@ -124,7 +124,12 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
     });
     const parseConfig = (source: string, path: string) =>
-      loadPipelineConfig(source, { path, registry: engine.registry, maxRoutes: settings.config_max_routes });
+      loadPipelineConfig(source, {
+        path,
+        registry: engine.registry,
+        maxRoutes: settings.config_max_routes,
+        maxBytes: settings.config_max_bytes,
+      });
     const configs = new ConfigCatalog(settings.config_dir, db.executions, parseConfig);
 
     metrics.addCollector({

@@ -104,6 +104,11 @@ export const SettingsSchema = v.pipe(
     adapter_dirs: v.optional(listOf(nonEmpty)),
     /** Package names that pipeline configs may import as `adapter_modules`. @default [] */
     adapter_packages: v.optional(listOf(nonEmpty), []),
+    /**
+     * Largest pipeline config, in bytes. Parsing is one synchronous step of about 60 µs per KiB,
+     * so this bounds how long a validation can hold up other requests. @default 262144
+     */
+    config_max_bytes: v.optional(intFrom(1024, 16 * 1024 * 1024), 256 * 1024),
     /** Most routes one pipeline config may declare. @default 1000 */
     config_max_routes: v.optional(intFrom(1, 100_000), 1000),
     /** Largest accepted request body, in bytes. @default 1048576 */
@@ -172,6 +177,7 @@ const KEYS = [
   "adapter_dirs",
   "adapter_packages",
   "config_max_routes",
+  "config_max_bytes",
 ] as const;
 
 const SECRET_KEYS = new Set<string>(["api_token", "artemis_password"]);

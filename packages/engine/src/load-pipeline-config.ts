@@ -71,9 +71,12 @@ export async function loadPipelineConfig(
   const toIssue = (raw: RawIssue): ConfigIssue =>
     withLine({ path: formatPath(raw.path), message: raw.message }, lines(raw.path));
 
+  // Each step below is linear; between them other work of the process (HTTP requests) gets a turn.
+  await nextTurn();
   const limitIssue = checkLimits(data, options);
   if (limitIssue !== undefined) throw new ConfigError(subject, [toIssue(limitIssue)]);
 
+  await nextTurn();
   const parsed = v.safeParse(PipelineConfigSchema, data);
   if (!parsed.success) {
     throw new ConfigError(
@@ -94,6 +97,7 @@ export async function loadPipelineConfig(
     for (const failure of failures)
       issues.push(toIssue({ path: ["adapter_modules", failure.index], message: failure.message }));
   }
+  await nextTurn();
   issues.push(...checkPipelineSemantics(config, options.registry).map(toIssue));
   if (issues.length > 0) throw new ConfigError(subject, issues);
   return deepFreeze(config);
@@ -186,6 +190,10 @@ function lineFinder(source: string): (path: readonly (string | number)[]) => num
     }
     return lineOf(root, path, lineAt);
   };
+}
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function withLine(issue: ConfigIssue, line: number | undefined): ConfigIssue {
