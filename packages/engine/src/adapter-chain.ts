@@ -103,7 +103,7 @@ export async function runChain(
     try {
       if (batch !== undefined) await batch.mutex.acquire(run.signal);
       try {
-        result = await adapter.process(context);
+        result = await untilAborted(adapter.process(context), run.signal);
         if (run.signal.aborted) throw run.signal.reason;
         if (batch !== undefined && result.error === undefined && result.metadata?.fatal !== true) {
           if (result.data === null) {
@@ -200,5 +200,29 @@ function finish(
     ...(result.outputKeys === undefined ? {} : { outputKeys: result.outputKeys }),
     ...(error === undefined ? {} : { error }),
     finishedAt: new Date().toISOString(),
+  });
+}
+
+/**
+ * The adapter's result, or a rejection with the signal's reason as soon as it aborts: an adapter
+ * that ignores its signal cannot hold its delivery (and the execution) after a timeout or a cancel.
+ * Whatever it still does runs on unobserved.
+ */
+function untilAborted<T>(work: Promise<T> | T, signal: AbortSignal): Promise<T> | T {
+  if (!(work instanceof Promise)) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
   });
 }

@@ -2,6 +2,7 @@ import {
   type Adapter,
   type Delivery,
   type HandlerResult,
+  isHandlerTimeout,
   isStatefulAdapter,
   type LineageErrorInfo,
   MessageStatus,
@@ -303,6 +304,19 @@ export class RouteProcessor {
       }
       return await this.#complete(delivery, run, outcome);
     } catch (error) {
+      if (isHandlerTimeout(providerSignal.reason)) {
+        // The provider counts a timeout as an attempt (retried with backoff, dead-lettered as
+        // `incomplete` after the budget): record it the same way, so the row closes on the last one.
+        for (const follower of run.followers)
+          follower.resolve({ kind: "settle", status: MessageStatus.PENDING });
+        const reason = providerSignal.reason;
+        return this.#settle(delivery, MessageStatus.FAILED, {
+          class: "HandlerTimeout",
+          message: reason.message,
+          retryable: true,
+          fatal: false,
+        });
+      }
       if (signal.aborted || error instanceof DeliveryAbandoned) {
         this.#unmarked.delete(envelope.id);
         // Back to pending: the broker redelivers it (to this process or another one).

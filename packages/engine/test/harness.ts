@@ -110,6 +110,14 @@ export const testAdapters: AdapterDefinition[] = [
         }),
     }),
   },
+  {
+    type: "hang",
+    description: "never finishes and ignores its signal (only a timeout can end it)",
+    create: () => ({
+      type: "hang",
+      process: () => new Promise<never>(() => {}),
+    }),
+  },
 ];
 
 export interface Harness {

@@ -19,6 +19,7 @@ export type FactflowErrorCode =
   | "storage_key_invalid"
   | "storage_error"
   | "lineage_error"
+  | "handler_timeout"
   | "cancelled";
 
 export interface FactflowErrorOptions {
@@ -112,5 +113,26 @@ export function isFactflowError(error: unknown): error is FactflowError {
   return (
     error instanceof FactflowError ||
     (error instanceof Error && typeof (error as { code?: unknown }).code === "string" && "retryable" in error)
+  );
+}
+
+/**
+ * The abort reason a provider gives a handler's signal when the handler ran past
+ * `handlerTimeoutMs`. The delivery then counts as an incomplete attempt (retried with backoff, then
+ * dead-lettered as `incomplete`), unlike an abort because the subscription stops, which hands the
+ * message back without consuming an attempt. `isHandlerTimeout` tells them apart.
+ */
+export class HandlerTimeoutError extends FactflowError {
+  override readonly name: string = "HandlerTimeoutError";
+  constructor(readonly timeoutMs: number) {
+    super("handler_timeout", `handler timed out after ${timeoutMs} ms`);
+  }
+}
+
+/** True when an abort reason says the handler timed out (also for another copy of this package). */
+export function isHandlerTimeout(reason: unknown): reason is HandlerTimeoutError {
+  return (
+    reason instanceof HandlerTimeoutError ||
+    (reason instanceof Error && (reason as { code?: unknown }).code === "handler_timeout")
   );
 }

@@ -17,7 +17,15 @@ export { unwrapHandlerResult } from "./delivery.js";
 export type { Destination, MessageEnvelope, OutboundMessage } from "./envelope.js";
 export { deadLetterQueueOf, parseDestination, QUEUE_PREFIX, TOPIC_PREFIX } from "./envelope.js";
 export type { ConfigIssue, FactflowErrorCode, FactflowErrorOptions, ProviderErrorReason } from "./errors.js";
-export { ConfigError, FactflowError, isFactflowError, PipelineError, ProviderError } from "./errors.js";
+export {
+  ConfigError,
+  FactflowError,
+  HandlerTimeoutError,
+  isFactflowError,
+  isHandlerTimeout,
+  PipelineError,
+  ProviderError,
+} from "./errors.js";
 export type {
   ExecutionListQuery,
   ExecutionRecord,
@@ -86,6 +94,8 @@ export {
   prepareOutbound,
   utf8Length,
 } from "./provider-kit/outbound.js";
+export type { HandlerOutcome, SettlementContext, SettlementVerdict } from "./provider-kit/settlement.js";
+export { decideSettlement, MAX_LAST_ERROR_LENGTH, runHandler } from "./provider-kit/settlement.js";
 export type {
   DeadLetter,
   DeadLetterPage,

@@ -1,9 +1,6 @@
-import { Headers, type MessageEnvelope } from "@factflow/protocols";
+import { type DeadLetterReason, Headers, type MessageEnvelope } from "@factflow/protocols";
 import { DLQ_ID_HEADER } from "./envelope-codec.js";
 import { isoTimestamp } from "./timestamp.js";
-
-/** Why a message is dead-lettered. */
-export type DeadLetterCause = "rejected" | "exhausted" | "incomplete" | "topic-failure";
 
 const MAX_ERROR_TEXT = 2_000;
 
@@ -28,7 +25,7 @@ export function retryHeaders(
 /** Headers of a dead letter: where it came from, why, when, and a selector-friendly id. */
 export function deadLetterHeaders(
   message: MessageEnvelope,
-  cause: DeadLetterCause,
+  cause: DeadLetterReason,
   origin: { destination: string; subscription?: string },
   reason?: string,
 ): Record<string, string> {

@@ -1,18 +1,20 @@
 import {
+  type DeadLetterReason,
   type Delivery,
   type DurabilityCounters,
-  isSettlingStatus,
+  decideSettlement,
+  HandlerTimeoutError,
   type Logger,
   type MessageHandler,
   ProviderError,
   type RetryPolicy,
-  retryDelayMs,
+  runHandler,
+  type SettlementVerdict,
   type Subscription,
-  unwrapHandlerResult,
 } from "@factflow/protocols";
 import type { IMessage } from "@stomp/stompjs";
 import { type DecodedMessage, decodeMessage } from "./envelope-codec.js";
-import { type DeadLetterCause, deadLetterHeaders, retryHeaders } from "./failure-copy.js";
+import { deadLetterHeaders, retryHeaders } from "./failure-copy.js";
 import {
   type ArtemisTarget,
   consumedQueueName,
@@ -84,6 +86,8 @@ export function subscribeHeaders(
 const COPY_ATTEMPTS = 3;
 /** Pause before re-creating a consumer whose delivery could not be settled. */
 const SETTLEMENT_RETRY_PAUSE_MS = 1_000;
+/** Longest `unsubscribe` waits for settlements in flight (copy + RECEIPT + ACK) before it lets go. */
+const UNSUBSCRIBE_SETTLE_MS = 5_000;
 
 /**
  * One Factflow subscription: a STOMP consumer (`ack: client-individual`) re-created on every new
@@ -94,11 +98,15 @@ export class ArtemisSubscription implements Subscription {
   private attachment = 0;
   private current: LinkSubscription | undefined;
   private readonly waiting: Pending[] = [];
-  /** Running handlers, with the consumer attachment each delivery came from. */
-  private readonly running = new Map<AbortController, number>();
+  /** Running (or settling) handlers. */
+  private readonly running = new Set<AbortController>();
   /** Groups with a delivery in a handler (or settling) right now. */
   private readonly busyGroups = new Set<string>();
   private stopped = false;
+  /** Set once the broker consumer is gone: no settlement may act for it any more. */
+  private detached = false;
+  /** Settlements in flight (copy, RECEIPT, ACK), awaited by `unsubscribe`. */
+  private readonly settling = new Set<Promise<void>>();
   private restartTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -129,10 +137,9 @@ export class ArtemisSubscription implements Subscription {
     this.attachment += 1;
     const attachment = this.attachment;
     for (const dropped of this.waiting.splice(0)) this.deps.guard.release(dropped.ticket);
-    // Handlers of the old consumer cannot settle any more (the broker reissues their deliveries):
-    // tell them to stop; whatever they return is withheld by the settlement guard.
-    for (const [controller, from] of this.running)
-      if (from < attachment) controller.abort(new Error("delivery superseded: the consumer was re-created"));
+    // Handlers of the old consumer cannot settle any more (the broker reissues their deliveries).
+    // They run to their end (their timeout bounds them) and whatever they return is withheld by the
+    // settlement guard, counted as superseded.
     const subscription = await this.deps.link.subscribe(
       subscribeDestination(this.target, this.name),
       subscribeHeaders(this.target.kind, this.deps.windowBytes),
@@ -161,12 +168,19 @@ export class ArtemisSubscription implements Subscription {
     await old?.unsubscribe();
   }
 
+  /**
+   * Stops consuming. Handlers still running are aborted and their deliveries handed back; settlements
+   * already under way (a retry or dead-letter copy waiting for its RECEIPT, then the ACK) finish
+   * first, within `UNSUBSCRIBE_SETTLE_MS`, so the consumer never goes away under an ACK in flight.
+   */
   async unsubscribe(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
-    for (const controller of this.running.keys()) controller.abort(new Error("subscription closed"));
-    this.waiting.length = 0;
+    for (const controller of this.running) controller.abort(new Error("subscription closed"));
+    for (const dropped of this.waiting.splice(0)) this.deps.guard.release(dropped.ticket);
+    if (this.settling.size > 0) await settledWithin([...this.settling], UNSUBSCRIBE_SETTLE_MS);
+    this.detached = true;
     await this.current?.unsubscribe();
     this.current = undefined;
     this.deps.onClosed(this);
@@ -227,37 +241,34 @@ export class ArtemisSubscription implements Subscription {
 
   private async run(pending: Pending): Promise<void> {
     const controller = new AbortController();
-    this.running.set(controller, pending.ticket.attachment);
+    this.running.add(controller);
     if (pending.group !== undefined) this.busyGroups.add(pending.group);
-    const timer = setTimeout(
-      () => controller.abort(new Error(`handler timed out after ${this.deps.handlerTimeoutMs} ms`)),
-      this.deps.handlerTimeoutMs,
-    );
-    const { envelope } = pending.decoded;
+    const timeoutMs = this.deps.handlerTimeoutMs;
+    const timer = setTimeout(() => controller.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+    const { decoded } = pending;
     const delivery: Delivery = {
-      message: envelope,
+      message: decoded.envelope,
       destination: this.target.destination,
       subscription: this.name,
-      attempt: pending.decoded.attempt,
-      redelivered: pending.decoded.redelivered,
+      attempt: decoded.attempt,
+      redelivered: decoded.redelivered,
     };
-    let status: string | undefined;
-    let reason: string | undefined;
+    // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
+    const outcome = await runHandler(this.handler, delivery, controller);
+    clearTimeout(timer);
+    const context = {
+      attempt: decoded.attempt,
+      policy: this.deps.retry,
+      isTopic: this.target.kind === "topic",
+    };
+    const work = this.settle(pending, decideSettlement(outcome, context));
+    this.settling.add(work);
     try {
-      const result = unwrapHandlerResult(await this.handler(delivery, controller.signal));
-      status = result.status;
-      reason = result.reason;
-    } catch (error) {
-      reason = error instanceof Error ? error.message : String(error);
-    } finally {
-      clearTimeout(timer);
-    }
-    try {
-      if (controller.signal.aborted && this.stopped) return; // the broker hands it out again
-      await this.settle(pending, isSettlingStatus(status) ? status : undefined, reason);
+      await work;
     } catch (error) {
       this.settlementFailed(error);
     } finally {
+      this.settling.delete(work);
       this.running.delete(controller);
       if (pending.group !== undefined) this.busyGroups.delete(pending.group);
       this.pump();
@@ -283,58 +294,44 @@ export class ArtemisSubscription implements Subscription {
     this.restartTimer.unref();
   }
 
-  private async settle(
-    pending: Pending,
-    status: string | undefined,
-    reason: string | undefined,
-  ): Promise<void> {
-    const { decoded } = pending;
-    if (status === "ACKNOWLEDGED") {
-      if (this.ack(pending)) this.deps.counters.acked += 1;
-      return;
+  /** Carries out the kit's verdict. */
+  private async settle(pending: Pending, verdict: SettlementVerdict): Promise<void> {
+    switch (verdict.kind) {
+      case "ack":
+        if (this.ack(pending)) this.deps.counters.acked += 1;
+        return;
+      case "hand-back":
+        // Not settled: the broker hands it out again once this consumer is gone or replaced.
+        this.deps.guard.release(pending.ticket);
+        return;
+      case "dead":
+        return this.deadLetter(pending, verdict.reason, verdict.lastError);
+      case "retry": {
+        // The copy is a fresh SEND that arrives unflagged, so an incomplete attempt is counted here.
+        const count = () => {
+          if (verdict.incomplete) this.deps.counters.redelivered += 1;
+          else this.deps.counters.retried += 1;
+        };
+        const headers = retryHeaders(pending.decoded.envelope, verdict.nextAttempt, verdict.lastError);
+        const what = verdict.incomplete ? "redelivery" : "retry";
+        if (this.target.kind === "queue")
+          return this.copyThenAck(pending, this.queueName, "ANYCAST", headers, verdict.delayMs, what, count);
+        return this.copyThenAck(
+          pending,
+          subscribeDestination(this.target, this.name),
+          "MULTICAST",
+          headers,
+          verdict.delayMs,
+          what,
+          count,
+        );
+      }
     }
-    if (status === "REJECTED") return this.deadLetter(pending, "rejected", reason);
-    if (status === "FAILED") {
-      if (this.target.kind === "topic") return this.deadLetter(pending, "topic-failure", reason);
-      if (decoded.attempt >= this.deps.retry.maxAttempts)
-        return this.deadLetter(pending, "exhausted", reason);
-      const next = decoded.attempt + 1;
-      const headers = retryHeaders(decoded.envelope, next, reason);
-      return this.copyThenAck(
-        pending,
-        this.queueName,
-        "ANYCAST",
-        headers,
-        retryDelayMs(this.deps.retry, next),
-        "retry",
-        () => {
-          this.deps.counters.retried += 1;
-        },
-      );
-    }
-    // Incomplete (an internal status, a throw, a timeout): hand it out again with the same attempt.
-    // The copy is a fresh SEND that arrives unflagged, so the redelivery is counted here.
-    const headers = { ...decoded.envelope.headers };
-    const redelivered = () => {
-      this.deps.counters.redelivered += 1;
-    };
-    if (this.target.kind === "queue") {
-      return this.copyThenAck(pending, this.queueName, "ANYCAST", headers, 0, "redelivery", redelivered);
-    }
-    return this.copyThenAck(
-      pending,
-      subscribeDestination(this.target, this.name),
-      "MULTICAST",
-      headers,
-      0,
-      "redelivery",
-      redelivered,
-    );
   }
 
   private async deadLetter(
     pending: Pending,
-    cause: DeadLetterCause,
+    cause: DeadLetterReason,
     reason: string | undefined,
   ): Promise<void> {
     const origin =
@@ -388,6 +385,12 @@ export class ArtemisSubscription implements Subscription {
 
   /** False (and counted as superseded) when the guard says the ACK would hit a reissued delivery. */
   private stillValid(pending: Pending): boolean {
+    if (this.detached) {
+      // The consumer is gone: the broker has taken the delivery back, an ACK would hit nothing.
+      this.deps.counters.superseded += 1;
+      this.deps.guard.release(pending.ticket);
+      return false;
+    }
     const verdict = this.deps.guard.verdict(pending.ticket, this.deps.link.generation, this.attachment);
     if (verdict === undefined) return true;
     this.deps.counters.superseded += 1;
@@ -407,4 +410,16 @@ export class ArtemisSubscription implements Subscription {
     this.deps.guard.release(pending.ticket);
     return sent;
   }
+}
+
+/** Waits for every promise to settle, or for `ms`, whichever comes first. */
+async function settledWithin(promises: readonly Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled(promises),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
 }

@@ -2,13 +2,18 @@ import {
   type Delivery,
   type Destination,
   type DurabilityCounters,
+  decideSettlement,
   emptyDurabilityCounters,
+  type HandlerOutcome,
   type HandlerResult,
+  HandlerTimeoutError,
   type Logger,
   type MessageHandler,
   QUEUE_PREFIX,
   resolveRetryPolicy,
   retryDelayMs,
+  type SettlementContext,
+  type SettlementVerdict,
   type SubscribeOptions,
   TOPIC_PREFIX,
 } from "@factflow/protocols";
@@ -20,7 +25,6 @@ import { queueKey, subscriptionKey, type Target } from "./naming.js";
 import { PhysicalQueue } from "./physical-queue.js";
 import { mergeLayout, type QueueDefinition, sameLayout } from "./queue-options.js";
 import { Scheduler } from "./scheduler.js";
-import { decide, incomplete, type Outcome, type Verdict } from "./settlement.js";
 
 /** Default per-delivery handler timeout (30 minutes), as in the protocol. */
 const DEFAULT_HANDLER_TIMEOUT_MS = 1_800_000;
@@ -259,16 +263,16 @@ export class Broker {
     try {
       result = consumer.handler(delivery, active.controller.signal);
     } catch (error) {
-      this.#settle(active, { thrown: error });
+      this.#settle(active, { kind: "threw", error });
       return;
     }
     if (typeof (result as Promise<HandlerResult>)?.then === "function") {
       (result as Promise<HandlerResult>).then(
-        (value) => this.#settle(active, { result: value }),
-        (error: unknown) => this.#settle(active, { thrown: error }),
+        (value) => this.#settle(active, { kind: "returned", result: value }),
+        (error: unknown) => this.#settle(active, { kind: "threw", error }),
       );
     } else {
-      this.#settle(active, { result: result as HandlerResult });
+      this.#settle(active, { kind: "returned", result: result as HandlerResult });
     }
   }
 
@@ -300,18 +304,22 @@ export class Broker {
     const ms = active.consumer.handlerTimeoutMs;
     this.#release(active);
     if (active.controller !== active.consumer.shared) {
-      active.controller.abort(new Error(`[factflow/embedded] handler timed out after ${ms} ms`));
+      active.controller.abort(new HandlerTimeoutError(ms));
     }
     const { consumer, message } = active;
     this.#apply(
       consumer,
       message,
-      incomplete(`handler timed out after ${ms} ms`, message.attempt, consumer.retry.maxAttempts),
+      decideSettlement({ kind: "timed-out", timeoutMs: ms }, this.#context(consumer, message)),
     );
     this.pump(active.consumer.queue);
   }
 
-  #settle(active: ActiveDelivery, outcome: Outcome): void {
+  #context(consumer: Consumer, message: StoredMessage): SettlementContext {
+    return { attempt: message.attempt, policy: consumer.retry, isTopic: consumer.queue.isTopicSubscription };
+  }
+
+  #settle(active: ActiveDelivery, outcome: HandlerOutcome): void {
     if (active.done) {
       // Already returned to the queue by an abort or a timeout; this late result settles nothing.
       this.counters.superseded++;
@@ -319,15 +327,11 @@ export class Broker {
     }
     this.#release(active);
     const { consumer, message } = active;
-    this.#apply(
-      consumer,
-      message,
-      decide(outcome, message.attempt, consumer.retry.maxAttempts, consumer.queue.isTopicSubscription),
-    );
+    this.#apply(consumer, message, decideSettlement(outcome, this.#context(consumer, message)));
     this.pump(consumer.queue);
   }
 
-  #apply(consumer: Consumer, message: StoredMessage, verdict: Verdict): void {
+  #apply(consumer: Consumer, message: StoredMessage, verdict: SettlementVerdict): void {
     const queue = consumer.queue;
     switch (verdict.kind) {
       case "ack":
@@ -343,6 +347,10 @@ export class Broker {
         if (verdict.incomplete) this.counters.redelivered++;
         else this.counters.retried++;
         this.#retry(consumer, message, verdict.lastError, verdict.incomplete);
+        return;
+      case "hand-back":
+        // Only a stop hands back, and stops go through #abandon; kept for completeness.
+        queue.returnToFront(message, Date.now());
     }
   }
 

@@ -1,12 +1,14 @@
 import {
   type Delivery,
   type DurabilityCounters,
-  isSettlingStatus,
+  decideSettlement,
+  HandlerTimeoutError,
   type Logger,
   type MessageHandler,
   type RetryPolicy,
+  runHandler,
+  type SettlementVerdict,
   type Subscription,
-  unwrapHandlerResult,
 } from "@factflow/protocols";
 import type { Channel, ConsumeMessage } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
@@ -41,9 +43,12 @@ interface Pending {
 /** A handler in progress: its abort signal, aborted when `deadline` (its timeout) passes. */
 class RunningHandler implements Expiring {
   readonly controller = new AbortController();
-  constructor(readonly deadline: number) {}
+  readonly deadline: number;
+  constructor(private readonly timeoutMs: number) {
+    this.deadline = Date.now() + timeoutMs;
+  }
   expire(): void {
-    this.controller.abort(new Error("handler timed out"));
+    this.controller.abort(new HandlerTimeoutError(this.timeoutMs));
   }
 }
 
@@ -194,8 +199,10 @@ export class RabbitSubscription implements Subscription {
   private async handle(pending: Pending): Promise<void> {
     const { message } = pending;
     const decoded = decodeMessage(message);
+    const isTopic = this.settings.route.kind === "topic";
     if ("error" in decoded) {
-      await this.settle(pending, "REJECTED", `not a Factflow message: ${decoded.error}`, 1);
+      const lastError = `not a Factflow message: ${decoded.error}`;
+      await this.settle(pending, { kind: "dead", reason: "rejected", lastError }, 1);
       return;
     }
     const delivery: Delivery = {
@@ -205,48 +212,34 @@ export class RabbitSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: message.fields.redelivered,
     };
-    const run = new RunningHandler(Date.now() + this.settings.handlerTimeoutMs);
-    const { controller } = run;
+    // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
+    const run = new RunningHandler(this.settings.handlerTimeoutMs);
     this.handlers.add(run);
-    let status: string | undefined;
-    let reason: string | undefined;
-    try {
-      const result = unwrapHandlerResult(await this.settings.handler(delivery, controller.signal));
-      status = result.status;
-      reason = result.reason;
-    } catch (error) {
-      status = undefined;
-      reason = error instanceof Error ? error.message : String(error);
-    } finally {
-      this.handlers.delete(run);
-    }
-    if (controller.signal.aborted || !isSettlingStatus(status)) status = "INCOMPLETE";
-    await this.settle(pending, status, reason, decoded.attempt);
+    const outcome = await runHandler(this.settings.handler, delivery, run.controller);
+    this.handlers.delete(run);
+    const context = { attempt: decoded.attempt, policy: this.settings.policy, isTopic };
+    await this.settle(pending, decideSettlement(outcome, context), decoded.attempt);
   }
 
   private isCurrent(pending: Pending): boolean {
     return !pending.attachment.closed && this.attachment === pending.attachment;
   }
 
-  private async settle(
-    pending: Pending,
-    status: string,
-    reason: string | undefined,
-    attempt: number,
-  ): Promise<void> {
+  /** Carries out the kit's verdict on the delivery's own channel. */
+  private async settle(pending: Pending, verdict: SettlementVerdict, attempt: number): Promise<void> {
     if (!this.isCurrent(pending)) {
-      if (status !== "INCOMPLETE") this.deps.counters.superseded += 1;
+      if (verdict.kind !== "hand-back") this.deps.counters.superseded += 1;
       return;
     }
-    if (status === "ACKNOWLEDGED") {
+    if (verdict.kind === "ack") {
       if (this.send(pending, "ack")) this.deps.counters.acked += 1;
       return;
     }
-    if (status === "INCOMPLETE") {
+    if (verdict.kind === "hand-back") {
       this.send(pending, "requeue");
       return;
     }
-    const work = this.forward(pending, status, reason, attempt);
+    const work = this.forward(pending, verdict, attempt);
     this.settling.add(work);
     try {
       await work;
@@ -255,24 +248,26 @@ export class RabbitSubscription implements Subscription {
     }
   }
 
-  /** FAILED / REJECTED: publish the retry or dead-letter copy, and ack the original only once it is confirmed. */
+  /** Retry or dead letter: publish the copy, and ack the original only once the copy is confirmed. */
   private async forward(
     pending: Pending,
-    status: string,
-    reason: string | undefined,
+    verdict: Extract<SettlementVerdict, { kind: "retry" | "dead" }>,
     attempt: number,
   ): Promise<void> {
     const { route, policy } = this.settings;
     const { publisher, topology, counters } = this.deps;
-    let retried = false;
     try {
-      if (status === "FAILED" && route.kind === "queue" && attempt < policy.maxAttempts) {
-        await publishRetry(publisher, topology, route, pending.message, attempt, policy, reason);
-        retried = true;
+      if (verdict.kind === "retry") {
+        await publishRetry(publisher, topology, route, pending.message, attempt, policy, verdict.lastError);
       } else {
-        const why =
-          status === "REJECTED" ? "rejected" : route.kind === "topic" ? "topic-failure" : "exhausted";
-        await publishDeadLetter(publisher, topology, route, pending.message, why, reason);
+        await publishDeadLetter(
+          publisher,
+          topology,
+          route,
+          pending.message,
+          verdict.reason,
+          verdict.lastError,
+        );
       }
     } catch (error) {
       // No confirmed copy: keep the original, the broker hands it out again.
@@ -296,8 +291,9 @@ export class RabbitSubscription implements Subscription {
       return;
     }
     if (!this.send(pending, "ack")) return;
-    if (retried) counters.retried += 1;
-    else counters.deadLettered += 1;
+    if (verdict.kind === "dead") counters.deadLettered += 1;
+    else if (verdict.incomplete) counters.redelivered += 1;
+    else counters.retried += 1;
   }
 
   /**

@@ -128,20 +128,24 @@ describe.skipIf(skip)("rabbitmq provider against the real broker", () => {
     await waitUntil(() => r.ids().includes(id), 5_000, "a topic delivery after the re-bind");
   });
 
-  it("aborts a handler that outlives handlerTimeoutMs and redelivers its message", async () => {
+  it("aborts a handler that outlives handlerTimeoutMs and delivers its next attempt", async () => {
     const p = provider();
     await p.connect();
     const destination = `/queue/${prefix}/timeout`;
     let aborted = 0;
     const r = recorder(async (d, signal): Promise<HandlerResult> => {
-      if (d.redelivered) return "ACKNOWLEDGED";
+      if (d.attempt > 1) return "ACKNOWLEDGED";
       await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
       aborted += 1;
       return "ACKNOWLEDGED";
     });
-    await p.subscribe(destination, r.handler, { subscription: "slow", handlerTimeoutMs: 200 });
+    await p.subscribe(destination, r.handler, {
+      subscription: "slow",
+      handlerTimeoutMs: 200,
+      retry: { initialDelayMs: 100 },
+    });
     const { id } = await p.publish(destination, { body: "slow" });
-    await waitUntil(() => r.seen.length === 2, 5_000, "the redelivery");
+    await waitUntil(() => r.seen.length === 2, 5_000, "the second attempt");
     expect(aborted).toBe(1);
     expect(r.ids()).toEqual([id, id]);
     await waitUntil(() => p.counters().acked === 1, 5_000, "the redelivered copy to be acked");

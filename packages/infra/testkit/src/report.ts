@@ -7,6 +7,7 @@ export const GROUPS = [
   "settlement",
   "retry",
   "incomplete",
+  "never-settles",
   "topic-failure",
   "dead-letters",
   "cleanup",

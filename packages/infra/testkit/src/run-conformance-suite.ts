@@ -7,6 +7,7 @@ import { registerIncomplete } from "./groups/incomplete.js";
 import { registerLifecycle } from "./groups/lifecycle.js";
 import { registerLatency, registerStall } from "./groups/link-faults.js";
 import { registerMultiInstance } from "./groups/multi-instance.js";
+import { registerNeverSettles } from "./groups/never-settles.js";
 import { registerOrdering } from "./groups/ordering.js";
 import { registerQueues } from "./groups/queues.js";
 import { registerRetry } from "./groups/retry.js";
@@ -99,6 +100,7 @@ function registerGroups(resolved: ResolvedOptions, report: SuiteReport): void {
   describe("settlement", () => registerSettlement(env));
   describe("retry", () => registerRetry(env));
   describe("incomplete handlers", () => registerIncomplete(env));
+  describe("handlers that never settle", () => registerNeverSettles(env));
   describe("topic failure", () => registerTopicFailure(env));
   describe("dead letters", () => registerDeadLetters(env));
   describe("cleanup", () => registerCleanup(env));
