@@ -87,6 +87,11 @@ export class CompletionGate {
     if (this.#closed || epoch !== this.#epoch || !this.#activeIdle()) return;
     const held = processors.reduce((sum, p) => sum + p.heldCount, 0);
     if (held === 0 && open === 0) {
+      // The last handler has returned, but the provider settles its delivery in the callbacks that
+      // follow that return. One turn of the event loop lets them run, so no subscription stops
+      // under an acknowledgement still on its way (the message would be handed back).
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.#closed || epoch !== this.#epoch || !this.#activeIdle()) return;
       this.close();
       this.#options.onComplete();
     } else if (held > 0 && open === held) {
