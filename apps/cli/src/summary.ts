@@ -1,3 +1,4 @@
+import { scopedDestination } from "@factflow/engine";
 import type { ExecutionRecord } from "@factflow/protocols";
 import type { FactflowRuntime } from "@factflow/server";
 import { formatDuration, table } from "./output.js";
@@ -46,8 +47,9 @@ export async function summarize(rt: FactflowRuntime, id: string): Promise<Execut
         .reduce((n, c) => n + c.count, 0);
     let deadLetters = 0;
     try {
-      deadLetters = (await rt.provider.admin.stats({ destination: `/queue/${id}/${spec.inbound.queue}` }))
-        .dlqDepth;
+      deadLetters = (
+        await rt.provider.admin.stats({ destination: scopedDestination(id, spec.inbound.queue) })
+      ).dlqDepth;
     } catch {
       deadLetters = rt.metrics.deadLetters.get({ route });
     }

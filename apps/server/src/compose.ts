@@ -1,13 +1,18 @@
 import { mkdir } from "node:fs/promises";
 import { adapters as builtinAdapters } from "@factflow/adapters";
-import { createEngine, type Engine, loadPipelineConfig, TERMINAL_EVENT_TYPES } from "@factflow/engine";
+import {
+  createEngine,
+  type Engine,
+  type ExecutionHooks,
+  loadPipelineConfig,
+  parseScopedDestination,
+  TERMINAL_EVENT_TYPES,
+} from "@factflow/engine";
 import { openLineageDatabase } from "@factflow/lineage";
 import type {
   AdapterDefinition,
-  ExecutionRecord,
   ExecutionStoreProtocol,
   Logger,
-  NewExecution,
   PipelineConfig,
   QueueProtocol,
   StorageProtocol,
@@ -53,33 +58,45 @@ class RouteIndex {
     this.byExecution.delete(executionId);
   }
   resolve = (destination: string): { route: string; queue: string } => {
-    const match = /^\/queue\/([^/]+)\/(.+)$/.exec(destination);
-    if (match === null) return { route: "(none)", queue: destination.replace(/^\/(queue|topic)\//, "") };
-    const [, executionId = "", queue = ""] = match;
+    const scoped = parseScopedDestination(destination);
+    if (scoped === undefined)
+      return { route: "(none)", queue: destination.replace(/^\/(queue|topic)\//, "") };
+    const { executionId, queue } = scoped;
     return { route: this.byExecution.get(executionId)?.get(queue) ?? queue, queue };
   };
 }
 
 /**
- * The execution store the engine writes through, registering each new execution's routes in the
- * index as soon as its row exists: the engine publishes the first message right after, before
- * `create` returns, and that message's metrics must already carry its route label.
+ * What the server keeps beside each execution that runs here, wired to the engine's lifecycle hooks.
+ * Started: label its routes (the engine calls this before subscribing, so the first delivery's
+ * metrics already carry its route) and count it running. Ended: record how it ended and, unless the
+ * server is only stopping (the execution stays running, to be resumed), delete its broker queues.
  */
-function indexRoutesOnCreate(store: ExecutionStoreProtocol, routes: RouteIndex): ExecutionStoreProtocol {
-  return new Proxy(store, {
-    get(target, property) {
-      if (property === "createExecution") {
-        return async (execution: NewExecution) => {
-          const record = await target.createExecution(execution);
-          routes.add(record.id, record.configSnapshot);
-          return record;
-        };
-      }
-      const value: unknown = Reflect.get(target, property, target);
-      // Bound, so class methods keep their private fields.
-      return typeof value === "function" ? value.bind(target) : value;
+function executionHooks(options: {
+  readonly routes: RouteIndex;
+  readonly metrics: FactflowMetrics;
+  readonly janitor: QueueJanitor;
+  readonly executions: ExecutionStoreProtocol;
+}): ExecutionHooks {
+  const { routes, metrics, janitor, executions } = options;
+  return {
+    onExecutionStarted(record) {
+      routes.add(record.id, record.configSnapshot);
+      metrics.executionsRunning.add({}, 1);
     },
-  });
+    async onExecutionEnded(record, end) {
+      metrics.executionsRunning.add({}, -1);
+      // Keep route labels a little longer: late settlements of this execution still resolve.
+      setTimeout(() => routes.remove(record.id), 60_000).unref();
+      if (end === "stopped") return;
+      // Its subscriptions are stopped by now (the engine stops them before calling this hook).
+      void janitor.sweep(record.id, record.configSnapshot);
+      const final = await executions.getExecution(record.id);
+      const finishedAt = final?.finishedAt ? Date.parse(final.finishedAt) : Date.now();
+      metrics.executions.inc({ status: end });
+      metrics.completionSeconds.observe(Math.max(0, finishedAt - Date.parse(record.createdAt)) / 1000);
+    },
+  };
 }
 
 /**
@@ -104,10 +121,13 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     });
     closers.unshift(() => db.close());
     const storage = options.storage ?? createFileStorage({ root: settings.storage_root });
+    // Deletes each ended execution's scoped queues (ifEmpty, dead letters kept) so they do not pile up.
+    const janitor = new QueueJanitor({ provider: rawProvider, logger, metrics });
     const engine: Engine = createEngine({
       queue: provider,
       lineage: db.lineage,
-      executions: indexRoutesOnCreate(db.executions, routes),
+      executions: db.executions,
+      hooks: executionHooks({ routes, metrics, janitor, executions: db.executions }),
       storage,
       adapters: [...builtinAdapters, ...(options.adapters ?? [])],
       logger,
@@ -174,9 +194,6 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       },
     });
 
-    // Deletes each ended execution's scoped queues (ifEmpty, dead letters kept) so they do not pile up.
-    const janitor = new QueueJanitor({ provider: rawProvider, logger, metrics });
-
     const retention = new RetentionJob({
       executions: db.executions,
       logger,
@@ -189,54 +206,20 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     });
     if (options.scheduleRetention !== false) retention.start();
 
-    const observeEnd = (record: ExecutionRecord) => {
-      routes.add(record.id, record.configSnapshot);
-      metrics.executionsRunning.add({}, 1);
-      void engine.service
-        .waitForEnd(record.id)
-        .then(async (status) => {
-          const final = await db.executions.getExecution(record.id);
-          const finishedAt = final?.finishedAt ? Date.parse(final.finishedAt) : Date.now();
-          metrics.executions.inc({ status });
-          metrics.completionSeconds.observe(Math.max(0, finishedAt - Date.parse(record.createdAt)) / 1000);
-          // Its subscriptions are stopped by now (they stop before the terminal event is published).
-          if (status !== "running") void janitor.sweep(record.id, record.configSnapshot);
-        })
-        .catch((error: Error) =>
-          logger.warn("could not observe the end of an execution", {
-            executionId: record.id,
-            error: error.message,
-          }),
-        )
-        .finally(() => {
-          metrics.executionsRunning.add({}, -1);
-          // Keep route labels a little longer: late settlements of this execution still resolve.
-          setTimeout(() => routes.remove(record.id), 60_000).unref();
-        });
-      return record;
-    };
-
     const facade: EngineFacade = {
-      create: async (request) =>
-        observeEnd(
-          await engine.service.create({
-            config: request.config,
-            configName: request.configName,
-            configVersion: request.configVersion,
-            input: request.input,
-          }),
-        ),
+      create: (request) =>
+        engine.service.create({
+          config: request.config,
+          configName: request.configName,
+          configVersion: request.configVersion,
+          input: request.input,
+        }),
       cancel: async (id) => {
         await engine.service.cancel(id);
         return engine.service.get(id);
       },
-      resume: async (id) => {
-        // Its queues still hold messages, handled as soon as it resumes: label them by route first.
-        const existing = await db.executions.getExecution(id);
-        if (existing !== undefined) routes.add(id, existing.configSnapshot);
-        return observeEnd(await engine.service.resume(id));
-      },
-      replay: async (id, request) => observeEnd(await engine.service.replay(id, request)),
+      resume: (id) => engine.service.resume(id),
+      replay: (id, request) => engine.service.replay(id, request),
       async *events(id, { afterId, signal }) {
         for await (const event of engine.service.events(id, { afterId, signal })) {
           yield { id: event.id, type: event.type, data: { ...event.data, at: event.at } };

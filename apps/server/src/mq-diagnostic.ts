@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { scopedDestination } from "@factflow/engine";
 import { MessageStatus, type PipelineConfig, type QueueProtocol } from "@factflow/protocols";
 
 /** The outcome of one route's round trip. */
@@ -14,9 +15,10 @@ export interface DiagnosticResult {
 
 /**
  * Publishes one probe to a scratch copy of every route's inbound queue and waits for it to come
- * back through a subscription. Scratch destinations live under `/queue/factflow-diagnostic-<id>/`
- * so no execution's queue is touched, and each is deleted again after its round trip so repeated
- * diagnostics leave nothing behind on the broker.
+ * back through a subscription. Scratch destinations are laid out like an execution's queues, under
+ * the scope `factflow-diagnostic-<id>` (never an execution id), so no execution's queue is touched,
+ * and each is deleted again after its round trip so repeated diagnostics leave nothing behind on
+ * the broker.
  */
 export async function runMqDiagnostic(
   provider: QueueProtocol,
@@ -28,7 +30,7 @@ export async function runMqDiagnostic(
   const results: DiagnosticResult[] = [];
   for (const config of configs) {
     for (const [route, spec] of Object.entries(config.routes)) {
-      const destination = `/queue/${scope}/${spec.inbound.queue}`;
+      const destination = scopedDestination(scope, spec.inbound.queue);
       const started = performance.now();
       const base = { config: config.name, route, queue: spec.inbound.queue, destination };
       try {

@@ -1,4 +1,4 @@
-import { ExecutionScopedQueue } from "@factflow/engine";
+import { scopedDestination } from "@factflow/engine";
 import type { DeleteDestinationResult, Logger, PipelineConfig, QueueProtocol } from "@factflow/protocols";
 import type { FactflowMetrics } from "./metrics.js";
 
@@ -20,21 +20,22 @@ export interface QueueJanitorOptions {
 
 /**
  * The broker destinations an execution's routes used: every inbound and outbound queue of the
- * snapshot, scoped the way the engine scopes them (`/queue/<executionId>/<name>`). Topics are shared
- * across executions and never scoped, so they are not listed.
+ * snapshot, scoped the way the engine scopes them (`scopedDestination`). Routes only name queues:
+ * topics are shared across executions and never scoped or cleaned up.
+ *
+ * @param _provider unused (naming does not depend on the provider); kept for existing callers
  */
 export function scopedDestinations(
-  provider: QueueProtocol,
+  _provider: QueueProtocol,
   executionId: string,
   config: PipelineConfig,
 ): string[] {
-  const scoped = new ExecutionScopedQueue(provider, executionId);
   const names = new Set<string>();
   for (const route of Object.values(config.routes)) {
     names.add(route.inbound.queue);
     for (const name of route.outbound) names.add(name);
   }
-  return [...names].map((name) => scoped.scope(`/queue/${name}`)).filter((d) => d.startsWith("/queue/"));
+  return [...names].map((name) => scopedDestination(executionId, name));
 }
 
 /**

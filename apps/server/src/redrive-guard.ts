@@ -1,16 +1,16 @@
+import { parseScopedDestination } from "@factflow/engine";
+import { isUuid } from "@factflow/lineage";
 import type { ExecutionStoreProtocol } from "@factflow/protocols";
 import { ExecutionNotRunningError } from "./http-errors.js";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
- * The execution that owns a destination, from its scoped name `/queue/<execution_id>/<queue>` (how
- * the engine scopes every route queue). Undefined for unscoped queues and for topics.
+ * The execution that owns a destination, from its scoped name `/queue/<execution_id>/<queue>` (see
+ * `parseScopedDestination`). Undefined for unscoped queues, for topics, and for a scope that is not
+ * an execution id (execution ids are UUIDs; the MQ diagnostic's scratch scope, for one, is not).
  */
 export function executionOfDestination(destination: string): string | undefined {
-  const match = /^\/queue\/([^/]+)\/./.exec(destination);
-  const candidate = match?.[1];
-  return candidate !== undefined && UUID.test(candidate) ? candidate : undefined;
+  const executionId = parseScopedDestination(destination)?.executionId;
+  return executionId !== undefined && isUuid(executionId) ? executionId : undefined;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   silentLogger,
 } from "@factflow/protocols";
 import { type AdapterRegistry, createAdapterRegistry } from "./adapter-registry.js";
+import type { ExecutionHooks } from "./execution-hooks.js";
 import { ExecutionService } from "./execution-service.js";
 import type { ModuleAccess } from "./module-access.js";
 import { OrchestratorManager } from "./orchestrator-manager.js";
@@ -51,6 +52,12 @@ export interface EngineOptions {
    * are recognised through a lineage read (only for deliveries flagged redelivered). @default 50000
    */
   readonly settledMemory?: number;
+  /**
+   * Told when each execution starts running in this process (its row exists, nothing published yet)
+   * and when it stops (subscriptions stopped), e.g. to label metrics or delete its broker queues.
+   * A hook that throws is logged and never breaks the execution. @default no hooks
+   */
+  readonly hooks?: ExecutionHooks;
 }
 
 export interface Engine {
@@ -83,6 +90,7 @@ export function createEngine(options: EngineOptions): Engine {
     ...(options.maxLineageBacklog === undefined ? {} : { maxLineageBacklog: options.maxLineageBacklog }),
     ...(options.processingMarkMs === undefined ? {} : { processingMarkMs: options.processingMarkMs }),
     ...(options.settledMemory === undefined ? {} : { settledMemory: options.settledMemory }),
+    ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
   });
   const service = new ExecutionService({
     manager,

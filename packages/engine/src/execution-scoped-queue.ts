@@ -6,17 +6,17 @@ import {
   type ProviderCapabilities,
   type PublishReceipt,
   parseDestination,
-  QUEUE_PREFIX,
   type QueueAdminProtocol,
   type QueueProtocol,
   type SubscribeOptions,
   type Subscription,
 } from "@factflow/protocols";
+import { scopedDestination } from "./scoped-destination.js";
 
 /**
  * A `QueueProtocol` view scoped to one execution. Point-to-point queues `/queue/<name>` become
- * `/queue/<executionId>/<name>` and subscription names get `:<first 8 chars of the id>`, so two
- * executions of the same config never share a queue. Topics (`/topic/...`) are shared on purpose
+ * `/queue/<executionId>/<name>` (`scopedDestination`) and subscription names get `:<first 8 chars
+ * of the id>`, so two executions of the same config never share a queue. Topics (`/topic/...`) are shared on purpose
  * (cross-execution signalling) and pass through unchanged. `connect`/`close` are not forwarded: the
  * wrapped provider is shared and owned by the application.
  */
@@ -43,9 +43,9 @@ export class ExecutionScopedQueue implements QueueProtocol {
     const parsed = parseDestination(destination);
     if ("error" in parsed) throw new PipelineError("invalid_argument", `[factflow/engine] ${parsed.error}`);
     if (parsed.kind === "topic") return destination;
-    const prefix = `${this.executionId}/`;
     // Idempotent, so a name that is already scoped is not scoped twice.
-    return parsed.name.startsWith(prefix) ? destination : `${QUEUE_PREFIX}${prefix}${parsed.name}`;
+    const alreadyScoped = parsed.name.startsWith(`${this.executionId}/`);
+    return alreadyScoped ? destination : scopedDestination(this.executionId, parsed.name);
   }
 
   /** The subscription name used on the broker for this execution. */

@@ -276,7 +276,13 @@ export class ExecutionService {
       ...(record.replayFromRoute === null ? {} : { replayFromRoute: record.replayFromRoute }),
     });
     try {
-      await this.#manager.start({ executionId: record.id, config: record.configSnapshot, seed, emit });
+      await this.#manager.start({
+        executionId: record.id,
+        record,
+        config: record.configSnapshot,
+        seed,
+        emit,
+      });
     } catch (error) {
       // The orchestrator marks its own start failures; a refused start (cap) is marked here.
       if (!this.hub.isEnded(record.id)) {

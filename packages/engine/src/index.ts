@@ -16,6 +16,7 @@ export type {
   ExecutionEventType,
 } from "./execution-events.js";
 export { ExecutionEventHub, TERMINAL_EVENT_TYPES } from "./execution-events.js";
+export type { ExecutionHooks } from "./execution-hooks.js";
 export { ExecutionScopedQueue } from "./execution-scoped-queue.js";
 export type { CreateExecutionRequest, ReplayRequest } from "./execution-service.js";
 export { ExecutionService } from "./execution-service.js";
@@ -35,3 +36,5 @@ export { PipelineOrchestrator } from "./pipeline-orchestrator.js";
 export type { ReseedMessage } from "./reseed.js";
 export { RESEED_HEADER } from "./reseed.js";
 export type { RouteCounters } from "./route-processor.js";
+export type { ScopedDestination } from "./scoped-destination.js";
+export { parseScopedDestination, scopedDestination } from "./scoped-destination.js";

@@ -1,6 +1,13 @@
-import { findJsonHazard, type JsonValue, type PipelineConfig, PipelineError } from "@factflow/protocols";
+import {
+  type ExecutionRecord,
+  findJsonHazard,
+  type JsonValue,
+  type PipelineConfig,
+  PipelineError,
+} from "@factflow/protocols";
 import { TooManyConcurrentExecutionsError } from "./errors.js";
 import type { ExecutionEventType } from "./execution-events.js";
+import { callHook, type ExecutionHooks } from "./execution-hooks.js";
 import {
   type ExecutionSeed,
   type OrchestratorEnd,
@@ -16,11 +23,15 @@ export interface OrchestratorManagerOptions extends OrchestratorServices {
   readonly maxConcurrent?: number;
   /** Interval of `route_progress` events, in ms. @default 500 */
   readonly progressIntervalMs?: number;
+  /** Told when each execution starts and stops running here. @default no hooks */
+  readonly hooks?: ExecutionHooks;
 }
 
 /** A start request: which execution, from which config, seeded how, reporting where. */
 export interface StartRequest {
   readonly executionId: string;
+  /** The execution's row, handed to the lifecycle hooks. */
+  readonly record: ExecutionRecord;
   readonly config: PipelineConfig;
   readonly seed: ExecutionSeed;
   readonly emit: (type: ExecutionEventType, data: Record<string, JsonValue>) => void;
@@ -35,6 +46,8 @@ export class OrchestratorManager {
   readonly maxConcurrent: number;
   readonly #services: OrchestratorManagerOptions;
   readonly #running = new Map<string, PipelineOrchestrator>();
+  /** `onExecutionEnded` calls under way, so shutdown can wait for them. */
+  readonly #ending = new Set<Promise<void>>();
   #reserved = 0;
   #closed = false;
 
@@ -94,7 +107,20 @@ export class OrchestratorManager {
     });
     this.#running.set(request.executionId, orchestrator);
     this.#reserved--;
-    void orchestrator.done.then(() => this.#running.delete(request.executionId));
+    const { hooks, logger } = this.#services;
+    const { record } = request;
+    const ended = orchestrator.done.then(async (end) => {
+      this.#running.delete(request.executionId);
+      const onEnded = hooks?.onExecutionEnded;
+      if (onEnded !== undefined)
+        await callHook(logger, "onExecutionEnded", record.id, () => onEnded(record, end));
+    });
+    this.#ending.add(ended);
+    void ended.finally(() => this.#ending.delete(ended));
+    // Before the orchestrator subscribes or publishes: the application labels what it will see.
+    const onStarted = hooks?.onExecutionStarted;
+    if (onStarted !== undefined)
+      await callHook(logger, "onExecutionStarted", record.id, () => onStarted(record));
     await orchestrator.start();
     return orchestrator;
   }
@@ -124,8 +150,10 @@ export class OrchestratorManager {
   async shutdown(options: { cancel?: boolean } = {}): Promise<OrchestratorEnd[]> {
     this.#closed = true;
     const all = [...this.#running.values()];
-    return Promise.all(
+    const ends = await Promise.all(
       all.map((o) => (options.cancel === true ? o.cancel("server shutting down") : o.stop())),
     );
+    await Promise.allSettled([...this.#ending]);
+    return ends;
   }
 }

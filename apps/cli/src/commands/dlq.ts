@@ -1,3 +1,4 @@
+import { parseScopedDestination, scopedDestination } from "@factflow/engine";
 import { type CliContext, openBackend, UsageError } from "../context.js";
 import { json, table } from "../output.js";
 
@@ -16,7 +17,9 @@ export function destinationOf(ctx: CliContext): string | undefined {
   const queue = ctx.flags.queue;
   if (queue === undefined) return undefined;
   if (queue.startsWith("/")) return queue;
-  return ctx.flags.execution === undefined ? `/queue/${queue}` : `/queue/${ctx.flags.execution}/${queue}`;
+  return ctx.flags.execution === undefined
+    ? `/queue/${queue}`
+    : scopedDestination(ctx.flags.execution, queue);
 }
 
 /**
@@ -48,7 +51,10 @@ export async function dlqCommand(ctx: CliContext, args: readonly string[]): Prom
       const rows: { destination: string; dlq_depth: number; depth: number }[] = [];
       for (const d of items) {
         if (d.kind !== "queue" || d.destination.endsWith(".dlq")) continue;
-        if (ctx.flags.execution !== undefined && !d.destination.includes(`/${ctx.flags.execution}/`))
+        if (
+          ctx.flags.execution !== undefined &&
+          parseScopedDestination(d.destination)?.executionId !== ctx.flags.execution
+        )
           continue;
         const stats = await client.get<{ depth: number; dlq_depth: number }>(
           `/api/v1/queues/stats?${new URLSearchParams({ destination: d.destination })}`,
