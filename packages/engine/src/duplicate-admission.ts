@@ -59,6 +59,9 @@ async function lineageVerdict(
   if (lineage.messageStatus === undefined) return "fresh";
   const id = delivery.message.id;
   try {
+    // This process may have settled it itself with the update still queued (group commit): make
+    // that durable first, or a slow commit would pass for "not settled" and run the route again.
+    await lineage.flush();
     const row = await lineage.messageStatus(executionId, id);
     if (row?.status !== "completed" && row?.status !== "failed") return "fresh";
     deliveries.settle(id, row.status, row.attempt);
