@@ -345,6 +345,27 @@ describe("executions", () => {
     expect(done.routes.enrich.messages.completed).toBe(2);
     const unknownRoute = await call(base, "POST", `/api/v1/executions/${id}/replay`, { from_route: "nope" });
     expect(unknownRoute.status).toBe(400);
+    const unknownIds = await call(base, "POST", `/api/v1/executions/${id}/replay`, {
+      from_route: "enrich",
+      message_ids: [...messageIds, "no-such-message"],
+    });
+    expect(unknownIds.status).toBe(400);
+    expect(unknownIds.body.error.message).toContain("no-such-message");
+  });
+
+  it("refuses to replay an execution that has not ended (409), as redrive does", async () => {
+    const started = await call(base, "POST", "/api/v1/executions", { config: "slow" });
+    expect(started.status).toBe(201);
+    try {
+      const refused = await call(base, "POST", `/api/v1/executions/${started.body.id}/replay`, {
+        from_route: "wait",
+      });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toMatchObject({ code: "execution_not_running" });
+      expect(refused.body.error.message).toMatch(/still running/);
+    } finally {
+      await call(base, "POST", `/api/v1/executions/${started.body.id}/cancel`);
+    }
   });
 
   it("counts messages, retries and dead letters in /metrics", async () => {

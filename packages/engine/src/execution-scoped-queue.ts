@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import {
   type DurabilityCounters,
   type MessageHandler,
@@ -15,8 +16,9 @@ import { scopedDestination } from "./scoped-destination.js";
 
 /**
  * A `QueueProtocol` view scoped to one execution. Point-to-point queues `/queue/<name>` become
- * `/queue/<executionId>/<name>` (`scopedDestination`) and subscription names get `:<first 8 chars
- * of the id>`, so two executions of the same config never share a queue. Topics (`/topic/...`) are shared on purpose
+ * `/queue/<executionId>/<name>` (`scopedDestination`) and subscription names get `:<8 hex chars of
+ * a hash of the id>` (`subscriptionSuffix`), so two executions of the same config never share a
+ * queue. Topics (`/topic/...`) are shared on purpose
  * (cross-execution signalling) and pass through unchanged. `connect`/`close` are not forwarded: the
  * wrapped provider is shared and owned by the application.
  */
@@ -35,7 +37,7 @@ export class ExecutionScopedQueue implements QueueProtocol {
     this.name = inner.name;
     this.capabilities = inner.capabilities;
     this.admin = inner.admin;
-    this.#suffix = executionId.slice(0, 8);
+    this.#suffix = subscriptionSuffix(executionId);
   }
 
   /** The broker destination a logical destination maps to for this execution. */
@@ -71,4 +73,12 @@ export class ExecutionScopedQueue implements QueueProtocol {
   counters(): DurabilityCounters {
     return this.#inner.counters();
   }
+}
+
+/**
+ * The suffix an execution adds to its subscription names: 8 hex chars of the SHA-256 of its whole
+ * id. (The id's first 8 chars are UUIDv7 timestamp bits, shared by executions created within ~65 s.)
+ */
+export function subscriptionSuffix(executionId: string): string {
+  return createHash("sha256").update(executionId).digest("hex").slice(0, 8);
 }

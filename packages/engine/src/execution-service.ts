@@ -91,7 +91,26 @@ export class ExecutionService {
         `[factflow/engine] route "${request.fromRoute}" is not in the snapshot of execution ${parentId}. Routes: ${Object.keys(snapshot.routes).join(", ")}`,
       );
     }
+    if (parent.status === "running") {
+      // Its inputs are still arriving: a replay now would silently take whatever exists so far.
+      throw new PipelineError(
+        "execution_not_running",
+        `[factflow/engine] execution ${parentId} is still running; replay it once it has ended (completed, failed or cancelled), or cancel it first`,
+      );
+    }
     const inputs = await this.#lineage.routeInputs(parentId, request.fromRoute, request.messageIds);
+    if (request.messageIds !== undefined) {
+      const found = new Set(inputs.map((input) => input.messageId));
+      const unknown = [...new Set(request.messageIds)].filter((id) => !found.has(id));
+      if (unknown.length > 0) {
+        const shown =
+          unknown.slice(0, 10).join(", ") + (unknown.length > 10 ? ` and ${unknown.length - 10} more` : "");
+        throw new PipelineError(
+          "invalid_argument",
+          `[factflow/engine] route "${request.fromRoute}" of execution ${parentId} recorded no input with message id ${shown}; list its inputs with GET /api/v1/executions/${parentId}/lineage?route=${request.fromRoute}&kind=message`,
+        );
+      }
+    }
     if (inputs.length === 0) {
       throw new PipelineError(
         "invalid_argument",

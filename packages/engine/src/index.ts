@@ -17,7 +17,7 @@ export type {
 } from "./execution-events.js";
 export { ExecutionEventHub, TERMINAL_EVENT_TYPES } from "./execution-events.js";
 export type { ExecutionHooks } from "./execution-hooks.js";
-export { ExecutionScopedQueue } from "./execution-scoped-queue.js";
+export { ExecutionScopedQueue, subscriptionSuffix } from "./execution-scoped-queue.js";
 export type { CreateExecutionRequest, ReplayRequest } from "./execution-service.js";
 export { ExecutionService } from "./execution-service.js";
 export { canonicalJson, hashJson, uuidv7 } from "./ids.js";

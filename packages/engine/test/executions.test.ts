@@ -5,7 +5,9 @@ import {
   createEngine,
   ExecutionScopedQueue,
   loadPipelineConfig,
+  subscriptionSuffix,
   TooManyConcurrentExecutionsError,
+  uuidv7,
 } from "../src/index.js";
 import {
   blocks,
@@ -50,8 +52,20 @@ describe("ExecutionScopedQueue", () => {
       "/queue/0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b/parse.in",
     );
     expect(scoped.scope("/topic/config.reloaded")).toBe("/topic/config.reloaded");
-    expect(scoped.scopeSubscription("web-scraper")).toBe("web-scraper:0193a1b2");
+    const suffix = subscriptionSuffix("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b");
+    expect(suffix).toMatch(/^[0-9a-f]{8}$/);
+    expect(scoped.scopeSubscription("web-scraper")).toBe(`web-scraper:${suffix}`);
+    expect(scoped.scopeSubscription(`web-scraper:${suffix}`)).toBe(`web-scraper:${suffix}`);
     expect(() => scoped.scope("parse.in")).toThrow(/must start with/);
+  });
+
+  it("gives 100 executions created in the same second 100 distinct subscription suffixes", () => {
+    // The start of a 65.5 s window: every id below shares its first 8 hex chars.
+    const now = Math.floor(Date.now() / 65_536) * 65_536;
+    const ids = Array.from({ length: 100 }, (_, i) => uuidv7(now + (i % 1000)));
+    expect(new Set(ids.map((id) => id.slice(0, 8))).size, "the old prefix collides").toBe(1);
+    const names = ids.map((id) => new ExecutionScopedQueue(h.queue, id).scopeSubscription("route"));
+    expect(new Set(names).size).toBe(100);
   });
 
   it("keeps two executions of the same config running at once apart", async () => {
@@ -158,6 +172,27 @@ describe("OrchestratorManager and ExecutionService", () => {
     await expect(h.engine.service.replay(parent.id, { fromRoute: "nope" })).rejects.toThrow(
       /not in the snapshot/,
     );
+    // Unknown ids are named, never dropped without a word.
+    const mixed = h.engine.service.replay(parent.id, {
+      fromRoute: "second",
+      messageIds: [chosen?.messageId ?? "", "no-such-message"],
+    });
+    await expect(mixed).rejects.toMatchObject({ code: "invalid_argument" });
+    await expect(mixed).rejects.toThrow(/no input with message id no-such-message/);
+  });
+
+  it("refuses to replay an execution that has not ended", async () => {
+    blocks.released = false;
+    const config = await loadPipelineConfig(
+      "name: held\ninit: { route: wait }\nroutes:\n  wait:\n    inbound: { queue: wait.in }\n    adapters: [{ type: sink }, { type: block }]\n",
+      { registry: h.engine.registry },
+    );
+    const running = await h.engine.service.create({ config });
+    const refused = h.engine.service.replay(running.id, { fromRoute: "wait" });
+    await expect(refused).rejects.toMatchObject({ code: "execution_not_running" });
+    await expect(refused).rejects.toThrow(/still running/);
+    blocks.released = true;
+    expect(await h.engine.service.waitForEnd(running.id, 10_000)).toBe("completed");
   });
 
   it("streams events with increasing ids and replays them after a Last-Event-ID", async () => {
