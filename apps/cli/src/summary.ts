@@ -28,6 +28,8 @@ export interface ExecutionSummary {
   readonly routes: readonly RouteSummary[];
   readonly failures: number;
   readonly dead_letters: number;
+  /** False when the provider keeps nothing past this process (embedded memory mode). */
+  readonly dead_letters_kept: boolean;
   readonly lineage_rows: number;
   readonly artefacts: { readonly count: number; readonly location: string; readonly keys: readonly string[] };
 }
@@ -82,6 +84,7 @@ export async function summarize(rt: FactflowRuntime, id: string): Promise<Execut
     routes,
     failures: routes.reduce((n, r) => n + r.adapter_failures, 0),
     dead_letters: routes.reduce((n, r) => n + r.dead_letters, 0),
+    dead_letters_kept: rt.provider.capabilities.durable,
     lineage_rows: lineageRows,
     artefacts: { count: keys.length, location: rt.storage.describe(), keys: keys.sort() },
   };
@@ -113,15 +116,19 @@ export function renderSummary(s: ExecutionSummary): string {
     `failures:     ${s.failures} failed adapter invocations${s.failures > 0 ? ` (factflow lineage ${s.id} --status failed)` : ""}`,
   );
   const dlq = s.routes.filter((r) => r.dead_letters > 0);
-  lines.push(
-    `dead letters: ${s.dead_letters}${dlq.map((r) => ` (factflow dlq list --execution ${s.id} --queue ${r.queue})`).join("")}`,
-  );
-  const prefix = commonPrefix(s.artefacts.keys);
   const where =
+    s.dead_letters === 0
+      ? ""
+      : s.dead_letters_kept
+        ? dlq.map((r) => ` (factflow dlq list --execution ${s.id} --queue ${r.queue})`).join("")
+        : " (held in this process's memory only: they are gone when it exits; run with FACTFLOW_EMBEDDED_MODE=file to keep them)";
+  lines.push(`dead letters: ${s.dead_letters}${where}`);
+  const prefix = commonPrefix(s.artefacts.keys);
+  const stored =
     s.artefacts.count === 0
       ? ""
       : ` written${prefix === "" ? "" : ` under ${prefix}`} (${s.artefacts.location})`;
-  lines.push(`artefacts:    ${s.artefacts.count}${where}`);
+  lines.push(`artefacts:    ${s.artefacts.count}${stored}`);
   lines.push(`lineage:      ${s.lineage_rows} rows (factflow lineage ${s.id})`);
   return lines.join("\n");
 }

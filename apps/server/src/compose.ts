@@ -27,6 +27,25 @@ import { RetentionJob } from "./retention.js";
 import type { EngineFacade, FactflowRuntime } from "./runtime.js";
 import type { Settings } from "./settings.js";
 
+/** Longest one step of `close` may take before it is given up on. */
+const CLOSE_STEP_MS = 15_000;
+
+/** Resolves with `work`, or rejects once `ms` have passed without it settling. */
+async function boundedStep(work: Promise<void>, ms: number, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms; going on`)), ms);
+        timer.unref();
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export interface ComposeOptions {
   readonly logger: Logger;
   /** Extra adapter definitions besides the built-ins. */
@@ -120,7 +139,20 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       logger,
     });
     closers.unshift(() => db.close());
-    const storage = options.storage ?? createFileStorage({ root: settings.storage_root });
+    let storage: StorageProtocol;
+    if (options.storage === undefined) {
+      const files = createFileStorage({ root: settings.storage_root });
+      // Half-written artefacts of a process that crashed mid-write; never read, only in the way.
+      void files.sweepTemporaryFiles().then(
+        (removed) => {
+          if (removed > 0) logger.info("removed temp files of interrupted artefact writes", { removed });
+        },
+        (error: Error) => logger.warn("could not sweep artefact temp files", { error: error.message }),
+      );
+      storage = files;
+    } else {
+      storage = options.storage;
+    }
     // Deletes each ended execution's scoped queues (ifEmpty, dead letters kept) so they do not pile up.
     const janitor = new QueueJanitor({ provider: rawProvider, logger, metrics });
     const engine: Engine = createEngine({
@@ -247,15 +279,18 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       retention,
       parseConfig,
       close() {
+        // Every step is bounded: a step that never settles (a database pool waiting on a query that
+        // will not answer) is logged and skipped, so commands and the server always exit.
+        const step = (what: string, work: () => Promise<void>) =>
+          boundedStep(work(), CLOSE_STEP_MS, what).catch((error: Error) =>
+            logger.error(`${what} failed during close`, { error: error.message }),
+          );
         closing ??= (async () => {
-          await engine
-            .shutdown()
-            .catch((error: Error) => logger.error("engine shutdown failed", { error: error.message }));
-          await janitor.stop();
-          await retention.stop();
-          for (const close of closers) {
-            await close().catch((error: Error) => logger.error("close failed", { error: error.message }));
-          }
+          await step("engine shutdown", () => engine.shutdown());
+          await step("queue janitor", () => janitor.stop());
+          await step("retention job", () => retention.stop());
+          for (const [index, close] of closers.entries())
+            await step(index === closers.length - 1 ? "provider close" : "database close", close);
         })();
         return closing;
       },

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { lstat, mkdir, readdir, readFile, realpath, rm } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, realpath, rm, stat } from "node:fs/promises";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import type { ArtefactSidecar, PutOptions, StorageProtocol } from "@factflow/protocols";
 import { FactflowError } from "@factflow/protocols";
@@ -14,13 +14,23 @@ export interface FileStorageOptions {
 
 const SIDECAR_SUFFIX = ".json";
 
+/** File storage, plus the housekeeping only a filesystem needs. */
+export interface FileStorage extends StorageProtocol {
+  /**
+   * Deletes the temp files of writes that never finished (a crash between write and rename), older
+   * than `olderThanMs` so a write in progress in another process is left alone. Returns how many.
+   * @default olderThanMs 60_000
+   */
+  sweepTemporaryFiles(olderThanMs?: number): Promise<number>;
+}
+
 /**
  * `StorageProtocol` on the local filesystem. The artefact for key `a/b.txt` is `<root>/a/b.txt`;
  * its JSON sidecar is `<root>/.sidecars/a/b.txt.json`, a parallel tree, so artefact names never
  * collide with sidecar names and `list` reads sidecars only. Both are written atomically, artefact
  * first: a crash in between leaves an artefact without sidecar, which reads as absent.
  */
-export function createFileStorage(options: FileStorageOptions): StorageProtocol {
+export function createFileStorage(options: FileStorageOptions): FileStorage {
   const root = resolve(options.root);
   let realRoot: Promise<string> | undefined;
   const ensureRoot = () => {
@@ -167,6 +177,33 @@ export function createFileStorage(options: FileStorageOptions): StorageProtocol 
 
     describe() {
       return `filesystem storage at ${root}`;
+    },
+
+    async sweepTemporaryFiles(olderThanMs = 60_000): Promise<number> {
+      const base = await ensureRoot();
+      const cutoff = Date.now() - olderThanMs;
+      let removed = 0;
+      const pending = [base];
+      for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+        let entries: import("node:fs").Dirent[];
+        try {
+          entries = await readdir(dir, { withFileTypes: true });
+        } catch (error) {
+          if (isNotFound(error)) continue;
+          throw io("sweep temporary files", error);
+        }
+        for (const entry of entries) {
+          const full = join(dir, entry.name);
+          if (entry.isDirectory()) pending.push(full);
+          else if (entry.isFile() && entry.name.startsWith(TEMP_PREFIX)) {
+            const info = await stat(full).catch(() => undefined);
+            if (info === undefined || info.mtimeMs > cutoff) continue;
+            await rm(full, { force: true });
+            removed++;
+          }
+        }
+      }
+      return removed;
     },
   };
 }

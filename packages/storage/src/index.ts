@@ -1,3 +1,3 @@
-export type { FileStorageOptions } from "./file-storage.js";
+export type { FileStorage, FileStorageOptions } from "./file-storage.js";
 export { createFileStorage } from "./file-storage.js";
 export { assertValidKey, keyProblem } from "./storage-key.js";

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, utimesSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -105,5 +106,30 @@ describe("file storage", () => {
     await symlink(join(outside, "secret"), join(root, "file-link"));
     await expect(storage.put("file-link", "x")).rejects.toMatchObject({ code: "storage_key_invalid" });
     expect(await readFile(join(outside, "secret"), "utf8")).toBe("s");
+  });
+});
+
+describe("sweepTemporaryFiles", () => {
+  it("removes temp files a crash left behind, and only old ones", async () => {
+    const root = mkdtempSync(join(tmpdir(), "factflow-sweep-"));
+    const storage = createFileStorage({ root });
+    await storage.put("a/kept.txt", "kept");
+    mkdirSync(join(root, "a"), { recursive: true });
+    mkdirSync(join(root, ".sidecars", "a"), { recursive: true });
+    const stale = [
+      join(root, "a", ".~tmp-0123-x.txt"),
+      join(root, ".sidecars", "a", ".~tmp-4567-x.txt.json"),
+    ];
+    for (const file of stale) {
+      writeFileSync(file, "half");
+      const old = new Date(Date.now() - 3_600_000);
+      utimesSync(file, old, old);
+    }
+    const fresh = join(root, "a", ".~tmp-89ab-y.txt");
+    writeFileSync(fresh, "in progress");
+    expect(await storage.sweepTemporaryFiles(60_000)).toBe(2);
+    for (const file of stale) expect(existsSync(file)).toBe(false);
+    expect(existsSync(fresh)).toBe(true);
+    expect((await storage.get("a/kept.txt"))?.sidecar.key).toBe("a/kept.txt");
   });
 });
