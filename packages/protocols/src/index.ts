@@ -61,6 +61,7 @@ export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export type { SettlingStatus } from "./message-status.js";
 export { isSettlingStatus, MessageStatus } from "./message-status.js";
+export { errorText, NETWORK_ERROR_CODES } from "./native-error.js";
 export type {
   AdapterConfig,
   InboundConfig,
@@ -80,22 +81,6 @@ export {
   RetryConfigSchema,
   RouteConfigSchema,
 } from "./pipeline-config.js";
-export type { EnvelopeFallbacks } from "./provider-kit/envelope-headers.js";
-export { compactHeaders, envelopeFromHeaders } from "./provider-kit/envelope-headers.js";
-export type { Lifecycle, LifecycleState } from "./provider-kit/lifecycle.js";
-export { createLifecycle } from "./provider-kit/lifecycle.js";
-export { errorText, NETWORK_ERROR_CODES } from "./provider-kit/native-error.js";
-export type { PreparedOutbound, PrepareOutboundOptions } from "./provider-kit/outbound.js";
-export {
-  checkDestination,
-  invalidInputError,
-  PUBLISHED_AT_HEADER,
-  parseAttempt,
-  prepareOutbound,
-  utf8Length,
-} from "./provider-kit/outbound.js";
-export type { HandlerOutcome, SettlementContext, SettlementVerdict } from "./provider-kit/settlement.js";
-export { decideSettlement, MAX_LAST_ERROR_LENGTH, runHandler } from "./provider-kit/settlement.js";
 export type {
   DeadLetter,
   DeadLetterPage,
@@ -107,9 +92,19 @@ export type {
   DurabilityCounters,
   QueueAdminProtocol,
 } from "./queue-admin.js";
-export { emptyDurabilityCounters } from "./queue-admin.js";
 export type { PublishReceipt, QueueProtocol, QueueProviderFactory } from "./queue-protocol.js";
 export type { RetryPolicy } from "./retry-policy.js";
-export { DEFAULT_RETRY_POLICY, resolveRetryPolicy, retryDelayMs } from "./retry-policy.js";
+export {
+  DEFAULT_RETRY_POLICY,
+  RETRY_POLICY_LIMITS,
+  resolveRetryPolicy,
+  retryDelayMs,
+} from "./retry-policy.js";
 export type { ArtefactOrigin, ArtefactSidecar, PutOptions, StorageProtocol } from "./storage-protocol.js";
 export type { SubscribeOptions, Subscription } from "./subscribe-options.js";
+export {
+  DEFAULT_HANDLER_TIMEOUT_MS,
+  DEFAULT_PREFETCH,
+  MAX_HANDLER_TIMEOUT_MS,
+  MAX_PREFETCH,
+} from "./subscribe-options.js";

@@ -1,4 +1,11 @@
 import * as v from "valibot";
+import { RETRY_POLICY_LIMITS } from "./retry-policy.js";
+import {
+  DEFAULT_HANDLER_TIMEOUT_MS,
+  DEFAULT_PREFETCH,
+  MAX_HANDLER_TIMEOUT_MS,
+  MAX_PREFETCH,
+} from "./subscribe-options.js";
 
 const NAME = /^[A-Za-z0-9_.:-]+$/;
 const nameSchema = v.pipe(
@@ -9,16 +16,19 @@ const nameSchema = v.pipe(
 
 const jsonRecord = v.record(v.string(), v.unknown());
 
-/** Retry of FAILED deliveries, in pipeline YAML (snake_case). */
+const limited = (field: keyof typeof RETRY_POLICY_LIMITS) =>
+  v.pipe(v.number(), v.minValue(RETRY_POLICY_LIMITS[field].min), v.maxValue(RETRY_POLICY_LIMITS[field].max));
+
+/** Retry of FAILED deliveries, in pipeline YAML (snake_case); the ranges are `RETRY_POLICY_LIMITS`. */
 export const RetryConfigSchema = v.strictObject({
   /** @default 3 */
-  max_attempts: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 3),
+  max_attempts: v.optional(v.pipe(limited("maxAttempts"), v.integer()), 3),
   /** @default 1000 */
-  initial_delay_ms: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(3_600_000)), 1000),
+  initial_delay_ms: v.optional(limited("initialDelayMs"), 1000),
   /** @default 2 */
-  multiplier: v.optional(v.pipe(v.number(), v.minValue(1), v.maxValue(10)), 2),
+  multiplier: v.optional(limited("multiplier"), 2),
   /** @default 60000 */
-  max_delay_ms: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(86_400_000)), 60_000),
+  max_delay_ms: v.optional(limited("maxDelayMs"), 60_000),
 });
 
 /** A route's inbound queue. */
@@ -26,8 +36,11 @@ export const InboundConfigSchema = v.strictObject({
   queue: nameSchema,
   /** Handlers in flight for this route. @default 1 */
   concurrency: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000)), 1),
-  /** Deliveries the broker may hand out ahead. @default 10 */
-  prefetch: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(10_000)), 10),
+  /** Deliveries the broker may hand out ahead, 1 to `MAX_PREFETCH` (10000). @default 10 */
+  prefetch: v.optional(
+    v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_PREFETCH)),
+    DEFAULT_PREFETCH,
+  ),
 });
 
 /** One adapter in a route's chain. */
@@ -54,8 +67,14 @@ export const PipelineSettingsSchema = v.strictObject({
   max_fanout_pending: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1_000_000)), 500),
   /** @default see RetryConfigSchema */
   retry: v.optional(RetryConfigSchema, {}),
-  /** Abort an adapter chain running longer than this; the message is redelivered. @default 1_800_000 */
-  handler_timeout_ms: v.optional(v.pipe(v.number(), v.minValue(1)), 1_800_000),
+  /**
+   * Abort an adapter chain running longer than this (at most one day); the message is redelivered.
+   * @default 1_800_000
+   */
+  handler_timeout_ms: v.optional(
+    v.pipe(v.number(), v.minValue(1), v.maxValue(MAX_HANDLER_TIMEOUT_MS)),
+    DEFAULT_HANDLER_TIMEOUT_MS,
+  ),
 });
 
 /** The message that starts an execution. */

@@ -158,16 +158,3 @@ export interface DurabilityCounters {
   /** Messages the provider knows it could not preserve. Should stay 0. */
   lost: number;
 }
-
-export function emptyDurabilityCounters(): DurabilityCounters {
-  return {
-    published: 0,
-    confirmed: 0,
-    acked: 0,
-    retried: 0,
-    deadLettered: 0,
-    redelivered: 0,
-    superseded: 0,
-    lost: 0,
-  };
-}

@@ -20,6 +20,24 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
   maxDelayMs: 60_000,
 });
 
+/** The inclusive range of one retry policy field. */
+export interface RetryPolicyLimit {
+  readonly min: number;
+  readonly max: number;
+}
+
+/**
+ * The range of every retry policy field, the same in a pipeline config (`retry:`) and in subscribe
+ * options: at most 100 attempts, an hour before the first retry, a multiplier of 10, a day between
+ * two attempts. `maxAttempts` is an integer.
+ */
+export const RETRY_POLICY_LIMITS: Readonly<Record<keyof RetryPolicy, RetryPolicyLimit>> = Object.freeze({
+  maxAttempts: Object.freeze({ min: 1, max: 100 }),
+  initialDelayMs: Object.freeze({ min: 0, max: 3_600_000 }),
+  multiplier: Object.freeze({ min: 1, max: 10 }),
+  maxDelayMs: Object.freeze({ min: 0, max: 86_400_000 }),
+});
+
 /**
  * The delay before delivering attempt `nextAttempt` (2 for the first retry):
  * `min(initialDelayMs * multiplier^(nextAttempt - 2), maxDelayMs)`.

@@ -1,25 +1,60 @@
 import type { RetryPolicy } from "./retry-policy.js";
 
-/** Options of one subscription. */
+/** Deliveries the broker may hand a consumer ahead when a subscription sets no `prefetch`. */
+export const DEFAULT_PREFETCH = 10;
+
+/**
+ * The largest `prefetch` (and so `concurrency`) any provider accepts, and the largest `prefetch` of a
+ * pipeline route. One limit for every broker, below each broker's own ceiling (AMQP's 16-bit
+ * prefetch count, Artemis' byte-counted consumer window), so a subscription that works on one
+ * provider works on all of them; and every unsettled delivery is held in memory by the provider.
+ */
+export const MAX_PREFETCH = 10_000;
+
+/** How long a handler may run when a subscription sets no `handlerTimeoutMs`: 30 minutes. */
+export const DEFAULT_HANDLER_TIMEOUT_MS = 1_800_000;
+
+/**
+ * The longest `handlerTimeoutMs` (and pipeline `handler_timeout_ms`): one day. Longer work belongs in
+ * a job the handler starts and a message it receives later, not in one delivery held open.
+ */
+export const MAX_HANDLER_TIMEOUT_MS = 86_400_000;
+
+/**
+ * Options of one subscription. `@factflow/provider-kit` validates them (`SubscribeOptionsSchema`) and
+ * fills the defaults before a provider sees them; values outside the documented ranges are refused.
+ */
 export interface SubscribeOptions {
   /**
    * Subscription name. For a topic it names the durable subscription (each name gets its own copy of
    * every message); for a queue, subscriptions with any names compete for messages.
    */
   readonly subscription: string;
-  /** Deliveries the broker may hand this consumer before it settles any. @default 10 */
+  /**
+   * Deliveries the broker may hand this consumer before it settles any, 1–10000 (`MAX_PREFETCH`).
+   * @default 10, or `concurrency` when that is larger
+   */
   readonly prefetch?: number;
-  /** Handlers running at once for this subscription; at most `prefetch`. @default 1 */
+  /** Handlers running at once for this subscription, from 1 to `prefetch`. @default 1 */
   readonly concurrency?: number;
   /** Retry policy of `FAILED` deliveries. Topic subscriptions never retry. @default DEFAULT_RETRY_POLICY */
   readonly retry?: Partial<RetryPolicy>;
   /** `fifo`: one message at a time in publish order (per group when `groupBy` is set). @default "none" */
   readonly ordering?: "none" | "fifo";
-  /** Top-level body field whose value names the FIFO group of a message. */
+  /**
+   * Top-level body field whose value names the FIFO group of a message; needs `ordering: "fifo"` and
+   * a provider whose `capabilities.messageGroups` is true.
+   */
   readonly groupBy?: string;
-  /** Declares the queue a priority queue with this many levels (1–10). */
+  /**
+   * Declares the queue a priority queue with this many levels (1–10); needs a provider whose
+   * `capabilities.priorities` is true.
+   */
   readonly maxPriority?: number;
-  /** Abort a handler that runs longer than this (it is then redelivered). @default 1_800_000 */
+  /**
+   * Abort a handler that runs longer than this, 1 ms to one day (`MAX_HANDLER_TIMEOUT_MS`); the
+   * delivery then counts as an incomplete attempt. @default 1_800_000 (`DEFAULT_HANDLER_TIMEOUT_MS`)
+   */
   readonly handlerTimeoutMs?: number;
 }
 

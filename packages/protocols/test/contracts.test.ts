@@ -2,13 +2,17 @@ import * as v from "valibot";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import {
   type AdapterResult,
+  DEFAULT_HANDLER_TIMEOUT_MS,
   type Delivery,
   type HandlerResult,
   isSettlingStatus,
+  MAX_HANDLER_TIMEOUT_MS,
+  MAX_PREFETCH,
   type MessageHandler,
   MessageStatus,
   PipelineConfigSchema,
   type QueueProtocol,
+  RETRY_POLICY_LIMITS,
   type SettlingStatus,
   unwrapHandlerResult,
 } from "../src/index.js";
@@ -67,6 +71,23 @@ describe("PipelineConfigSchema", () => {
     });
     expect(parsed.routes.a?.inbound).toEqual({ queue: "a.in", concurrency: 1, prefetch: 10 });
     expect(parsed.routes.a?.outbound).toEqual([]);
+  });
+
+  it("bounds what a pipeline may ask of a subscription by the same limits the providers enforce", () => {
+    const settings = (extra: object) =>
+      v.safeParse(PipelineConfigSchema, { ...minimal, settings: extra }).success;
+    expect(settings({ handler_timeout_ms: MAX_HANDLER_TIMEOUT_MS })).toBe(true);
+    expect(settings({ handler_timeout_ms: MAX_HANDLER_TIMEOUT_MS + 1 })).toBe(false);
+    expect(settings({ retry: { max_attempts: RETRY_POLICY_LIMITS.maxAttempts.max + 1 } })).toBe(false);
+    expect(settings({ retry: { multiplier: RETRY_POLICY_LIMITS.multiplier.max } })).toBe(true);
+    const prefetch = (n: number) =>
+      v.safeParse(PipelineConfigSchema, {
+        ...minimal,
+        routes: { a: { inbound: { queue: "a.in", prefetch: n }, adapters: [{ type: "passthrough" }] } },
+      }).success;
+    expect(prefetch(MAX_PREFETCH)).toBe(true);
+    expect(prefetch(MAX_PREFETCH + 1)).toBe(false);
+    expect(DEFAULT_HANDLER_TIMEOUT_MS).toBe(1_800_000);
   });
 
   it("reports every problem with its path", () => {

@@ -10,6 +10,7 @@ import {
   ProviderError,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
+import { redriveHeaders } from "@factflow/provider-kit";
 import type { IMessage } from "@stomp/stompjs";
 import {
   BROKER_DEAD_LETTER_ADDRESS,
@@ -24,7 +25,6 @@ import {
 import type { ArtemisConfig } from "./config.js";
 import { deleteArtemisDestination } from "./delete-destination.js";
 import { DLQ_ID_HEADER, decodeMessage, sendHeaders } from "./envelope-codec.js";
-import { redriveHeaders } from "./failure-copy.js";
 import { type ManagementClient, ResourceNotFound } from "./management.js";
 import {
   type ArtemisTarget,
@@ -44,8 +44,6 @@ export interface AdminDeps {
   readonly link: StompLink;
   readonly management: ManagementClient;
   readonly config: ArtemisConfig;
-  /** Throws `provider_closed` / `provider_not_connected` when the provider cannot be used. */
-  readonly assertUsable: (what: string) => void;
   /** Deliveries this provider holds for `queue` that no handler has started yet. */
   readonly buffered: (queue: string) => number;
 }
@@ -76,7 +74,6 @@ export class ArtemisAdmin implements QueueAdminProtocol {
   constructor(private readonly deps: AdminDeps) {}
 
   async listDestinations(): Promise<readonly DestinationInfo[]> {
-    this.deps.assertUsable("admin.listDestinations");
     const [anycast, multicast] = await Promise.all([
       this.deps.management.invoke("broker", "getQueueNames", ["ANYCAST"]),
       this.deps.management.invoke("broker", "getQueueNames", ["MULTICAST"]),
@@ -100,7 +97,6 @@ export class ArtemisAdmin implements QueueAdminProtocol {
   }
 
   async stats(source: DeadLetterSource): Promise<DestinationStats> {
-    this.deps.assertUsable("admin.stats");
     const { target, queue, dlq, broker } = this.resolve(source);
     const [figures, dlqFigures, brokerCounts] = await Promise.all([
       this.deps.management.queueFigures(queue),
@@ -129,7 +125,6 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     source: DeadLetterSource,
     page: { offset: number; limit: number },
   ): Promise<DeadLetterPage> {
-    this.deps.assertUsable("admin.browseDeadLetters");
     const { offset, limit } = page;
     if (!Number.isInteger(offset) || offset < 0 || !Number.isInteger(limit) || limit < 0) {
       throw new ProviderError(
@@ -169,7 +164,6 @@ export class ArtemisAdmin implements QueueAdminProtocol {
   }
 
   redriveAll(source: DeadLetterSource): Promise<{ redriven: number }> {
-    this.deps.assertUsable("admin.redriveAll");
     return this.serial(async () => {
       const { target, dlq, broker } = this.resolve(source);
       const own = (await this.deps.management.queueFigures(dlq)).messageCount;
@@ -195,7 +189,6 @@ export class ArtemisAdmin implements QueueAdminProtocol {
   }
 
   redriveOne(source: DeadLetterSource, messageId: string): Promise<{ redriven: boolean }> {
-    this.deps.assertUsable("admin.redriveOne");
     return this.serial(async () => {
       const { target, dlq, broker } = this.resolve(source);
       const redrive = (message: IMessage) => this.redrive(target, source, message);
@@ -215,7 +208,6 @@ export class ArtemisAdmin implements QueueAdminProtocol {
   }
 
   discardOne(source: DeadLetterSource, messageId: string): Promise<{ discarded: boolean }> {
-    this.deps.assertUsable("admin.discardOne");
     return this.serial(async () => {
       const { dlq, broker } = this.resolve(source);
       if ((await countMatching(this.deps.management, dlq, selectorFor(messageId))) > 0) {
@@ -238,7 +230,6 @@ export class ArtemisAdmin implements QueueAdminProtocol {
    * every subscription queue of a topic with theirs. For tests and tooling.
    */
   async destroy(destination: string): Promise<void> {
-    this.deps.assertUsable("admin.destroy");
     const target = resolveDestination(destination);
     const names: string[] = [];
     // The broker's own dead letters of this address (`DLQ.<address>`) go with it.
@@ -272,7 +263,6 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     source: DeadLetterSource,
     options: DeleteDestinationOptions = {},
   ): Promise<DeleteDestinationResult> {
-    this.deps.assertUsable("admin.deleteDestination");
     return this.serial(async () => {
       const { target, queue, dlq } = this.resolve(source);
       const describe =
@@ -357,7 +347,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     const { envelope } = decodeMessage(message.headers, message.body);
     const headers = sendHeaders(
       {
-        headers: redriveHeaders(envelope),
+        headers: redriveHeaders(envelope.headers),
         delayMs: 0,
         ...(envelope.priority === undefined ? {} : { priority: envelope.priority }),
       },

@@ -1,13 +1,11 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import {
-  compactHeaders,
-  envelopeFromHeaders,
   type JsonValue,
   type MessageEnvelope,
   type OutboundMessage,
   ProviderError,
-  prepareOutbound,
 } from "@factflow/protocols";
+import { compactHeaders, envelopeFromHeaders, prepareOutbound } from "@factflow/provider-kit";
 /**
  * A fresh id per SEND: the identity of one broker message. A redelivery of the same broker message
  * carries the same value, while STOMP mints a new `message-id`/`ack` every time; the settlement

@@ -1,18 +1,19 @@
 import {
-  createLifecycle,
   type DurabilityCounters,
-  emptyDurabilityCounters,
   type Logger,
   type MessageHandler,
   type OutboundMessage,
   type ProviderCapabilities,
-  ProviderError,
   type PublishReceipt,
   type QueueProtocol,
-  resolveRetryPolicy,
-  type SubscribeOptions,
   silentLogger,
 } from "@factflow/protocols";
+import {
+  emptyDurabilityCounters,
+  guardProvider,
+  type ResolvedSubscribeOptions,
+  type UnguardedProvider,
+} from "@factflow/provider-kit";
 import { ArtemisAdmin } from "./admin.js";
 import { classifyArtemisError } from "./classify-error.js";
 import { type ArtemisConfig, type ArtemisConfigInput, endpointOf, parseArtemisConfig } from "./config.js";
@@ -68,42 +69,6 @@ export const ARTEMIS_CAPABILITIES: ProviderCapabilities = Object.freeze({
   maxMessageBytes: 10_485_760,
 });
 
-const DEFAULT_PREFETCH = 10;
-const DEFAULT_HANDLER_TIMEOUT_MS = 1_800_000;
-
-function invalidOption(message: string): ProviderError {
-  return new ProviderError("artemis", "invalid-input", message, { code: "invalid_argument" });
-}
-
-interface CheckedOptions {
-  readonly prefetch: number;
-  readonly concurrency: number;
-  readonly fifo: boolean;
-  readonly groupBy: string | undefined;
-}
-
-function checkOptions(destination: string, options: SubscribeOptions): CheckedOptions {
-  const prefetch = options.prefetch ?? DEFAULT_PREFETCH;
-  const concurrency = options.concurrency ?? 1;
-  if (!Number.isInteger(prefetch) || prefetch < 1 || prefetch > 10_000)
-    throw invalidOption(
-      `prefetch for "${destination}" must be an integer from 1 to 10000, got ${String(prefetch)}`,
-    );
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > prefetch)
-    throw invalidOption(
-      `concurrency for "${destination}" must be an integer from 1 to prefetch (${prefetch})`,
-    );
-  const ordering = options.ordering ?? "none";
-  if (ordering !== "none" && ordering !== "fifo")
-    throw invalidOption(`ordering for "${destination}" must be "none" or "fifo", got ${String(ordering)}`);
-  const groupBy = options.groupBy;
-  if (groupBy !== undefined && (typeof groupBy !== "string" || groupBy.length === 0))
-    throw invalidOption(`groupBy for "${destination}" must name a top-level body field`);
-  if (groupBy !== undefined && ordering !== "fifo")
-    throw invalidOption(`groupBy for "${destination}" needs ordering: "fifo" (groups are FIFO lanes)`);
-  return { prefetch, concurrency, fifo: ordering === "fifo", groupBy };
-}
-
 /**
  * Creates an ActiveMQ Artemis provider speaking STOMP 1.2 over TCP. Nothing connects until
  * `connect()`.
@@ -123,8 +88,6 @@ export function createArtemisProvider(
   const management = new ManagementClient(link, config);
   const guard = new SettlementGuard({ ...ALL_CHECKS, ...options.settlementChecks });
   const live = new Set<ArtemisSubscription>();
-  const lifecycle = createLifecycle("artemis", "createArtemisProvider()");
-  const assertUsable = (what: string): void => lifecycle.assertOpen(what);
 
   link.onConnected((generation) => {
     if (generation === 1) return;
@@ -153,7 +116,6 @@ export function createArtemisProvider(
     link,
     management,
     config,
-    assertUsable,
     buffered: (queue) => {
       let total = 0;
       for (const subscription of live) if (subscription.queueName === queue) total += subscription.buffered;
@@ -161,38 +123,35 @@ export function createArtemisProvider(
     },
   });
 
-  const provider: ArtemisProvider = {
+  // The kit's guard adds the lifecycle (connect once, close once, no use before connect or after
+  // close) and validates subscribe options against the capabilities before they reach this object.
+  const provider: UnguardedProvider<ArtemisProvider> = {
     name: "artemis",
     config,
     capabilities: Object.freeze({ ...ARTEMIS_CAPABILITIES, maxMessageBytes: config.maxMessageBytes }),
     admin,
 
-    connect() {
-      return lifecycle.connect(async () => {
-        try {
-          await link.connect();
-        } catch (error) {
-          throw classifyArtemisError(error, `connect to ${config.url.replace(/\/\/[^@/]*@/, "//")}`);
-        }
-        Object.assign(counters, emptyDurabilityCounters());
-      });
+    async connect() {
+      try {
+        await link.connect();
+      } catch (error) {
+        throw classifyArtemisError(error, `connect to ${config.url.replace(/\/\/[^@/]*@/, "//")}`);
+      }
+      Object.assign(counters, emptyDurabilityCounters());
     },
 
-    close() {
-      return lifecycle.close(async () => {
-        await Promise.allSettled([...live].map((subscription) => subscription.unsubscribe()));
-        management.abandon();
-        // Bounded: close must stay prompt even on a stalled connection.
-        await Promise.race([
-          management.dispose(),
-          new Promise((resolve) => setTimeout(resolve, 1_000).unref()),
-        ]);
-        await link.close();
-      });
+    async close() {
+      await Promise.allSettled([...live].map((subscription) => subscription.unsubscribe()));
+      management.abandon();
+      // Bounded: close must stay prompt even on a stalled connection.
+      await Promise.race([
+        management.dispose(),
+        new Promise((resolve) => setTimeout(resolve, 1_000).unref()),
+      ]);
+      await link.close();
     },
 
     async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
-      assertUsable(`publish to "${destination}"`);
       const target = resolveDestination(destination);
       const encoded = encodeMessage(destination, message, config.maxMessageBytes);
       counters.published += 1;
@@ -206,13 +165,15 @@ export function createArtemisProvider(
       return { id: encoded.id };
     },
 
-    async subscribe(destination: string, handler: MessageHandler, subscribeOptions: SubscribeOptions) {
-      assertUsable(`subscribe to "${destination}"`);
+    async subscribe(
+      destination: string,
+      handler: MessageHandler,
+      subscribeOptions: ResolvedSubscribeOptions,
+    ) {
       const target = resolveDestination(destination);
-      checkSubscriptionName(destination, subscribeOptions?.subscription);
-      if (typeof handler !== "function")
-        throw invalidOption(`subscribe to "${destination}" needs a handler function`);
-      const { prefetch, concurrency, fifo, groupBy } = checkOptions(destination, subscribeOptions);
+      checkSubscriptionName(destination, subscribeOptions.subscription);
+      const { prefetch, concurrency, groupBy } = subscribeOptions;
+      const fifo = subscribeOptions.ordering === "fifo";
       // FIFO without groups: one unsettled delivery and one handler at a time, from an exclusive
       // queue (a single active consumer across every server). With groups: the same exclusive queue,
       // and the provider runs one message per group at a time.
@@ -226,9 +187,9 @@ export function createArtemisProvider(
         // Artemis' consumer window counts bytes; a window of 1 byte means exactly one unsettled delivery.
         windowBytes: prefetch === 1 || strict ? 1 : prefetch * config.prefetchBytesPerMessage,
         ...(groupBy === undefined ? {} : { groupBy }),
-        retry: resolveRetryPolicy(subscribeOptions.retry),
+        retry: subscribeOptions.retry,
         concurrency: strict ? 1 : concurrency,
-        handlerTimeoutMs: subscribeOptions.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
+        handlerTimeoutMs: subscribeOptions.handlerTimeoutMs,
         onClosed: (closed) => live.delete(closed),
         ...(options.afterCopyConfirmed === undefined
           ? {}
@@ -254,5 +215,5 @@ export function createArtemisProvider(
     subscriptions: () => [...live],
     destroy: (destination) => admin.destroy(destination),
   };
-  return provider;
+  return guardProvider(provider, { factory: "createArtemisProvider()", guarded: ["destroy"] });
 }

@@ -2,19 +2,22 @@ import {
   type DeadLetterReason,
   type Delivery,
   type DurabilityCounters,
-  decideSettlement,
   HandlerTimeoutError,
   type Logger,
   type MessageHandler,
   ProviderError,
   type RetryPolicy,
-  runHandler,
-  type SettlementVerdict,
   type Subscription,
 } from "@factflow/protocols";
+import {
+  deadLetterHeaders,
+  decideSettlement,
+  retryHeaders,
+  runHandler,
+  type SettlementVerdict,
+} from "@factflow/provider-kit";
 import type { IMessage } from "@stomp/stompjs";
-import { type DecodedMessage, decodeMessage } from "./envelope-codec.js";
-import { deadLetterHeaders, retryHeaders } from "./failure-copy.js";
+import { type DecodedMessage, DLQ_ID_HEADER, decodeMessage } from "./envelope-codec.js";
 import {
   type ArtemisTarget,
   consumedQueueName,
@@ -312,7 +315,11 @@ export class ArtemisSubscription implements Subscription {
           if (verdict.incomplete) this.deps.counters.redelivered += 1;
           else this.deps.counters.retried += 1;
         };
-        const headers = retryHeaders(pending.decoded.envelope, verdict.nextAttempt, verdict.lastError);
+        const headers = retryHeaders(
+          pending.decoded.envelope.headers,
+          verdict.nextAttempt,
+          verdict.lastError,
+        );
         const what = verdict.incomplete ? "redelivery" : "retry";
         if (this.target.kind === "queue")
           return this.copyThenAck(pending, this.queueName, "ANYCAST", headers, verdict.delayMs, what, count);
@@ -338,7 +345,12 @@ export class ArtemisSubscription implements Subscription {
       this.target.kind === "topic"
         ? { destination: this.destination, subscription: this.name }
         : { destination: this.destination };
-    const headers = deadLetterHeaders(pending.decoded.envelope, cause, origin, reason);
+    const { envelope } = pending.decoded;
+    // The id again under a name Artemis selectors can match, so admin calls can pick one dead letter.
+    const headers = {
+      ...deadLetterHeaders(envelope.headers, cause, origin, reason),
+      [DLQ_ID_HEADER]: envelope.id,
+    };
     const dlq = deadLetterQueueName(this.target, this.name);
     await this.copyThenAck(pending, dlq, "ANYCAST", headers, 0, "dead letter", () => {
       this.deps.counters.deadLettered += 1;

@@ -1,22 +1,24 @@
 import {
+  type DeadLetterReason,
   type Delivery,
   type Destination,
   type DurabilityCounters,
-  decideSettlement,
-  emptyDurabilityCounters,
-  type HandlerOutcome,
   type HandlerResult,
   HandlerTimeoutError,
   type Logger,
   type MessageHandler,
   QUEUE_PREFIX,
   resolveRetryPolicy,
-  retryDelayMs,
-  type SettlementContext,
-  type SettlementVerdict,
-  type SubscribeOptions,
   TOPIC_PREFIX,
 } from "@factflow/protocols";
+import {
+  decideSettlement,
+  emptyDurabilityCounters,
+  type HandlerOutcome,
+  type ResolvedSubscribeOptions,
+  type SettlementContext,
+  type SettlementVerdict,
+} from "@factflow/provider-kit";
 import type { EmbeddedConfig } from "./config.js";
 import { type ActiveDelivery, Consumer } from "./consumer.js";
 import type { Journal } from "./journal.js";
@@ -25,9 +27,6 @@ import { queueKey, subscriptionKey, type Target } from "./naming.js";
 import { PhysicalQueue } from "./physical-queue.js";
 import { mergeLayout, type QueueDefinition, sameLayout } from "./queue-options.js";
 import { Scheduler } from "./scheduler.js";
-
-/** Default per-delivery handler timeout (30 minutes), as in the protocol. */
-const DEFAULT_HANDLER_TIMEOUT_MS = 1_800_000;
 
 /**
  * The in-process broker: physical queues, topics and their durable subscriptions, dispatch to
@@ -164,16 +163,21 @@ export class Broker {
     queue: PhysicalQueue,
     destination: Destination,
     handler: MessageHandler,
-    options: SubscribeOptions,
+    options: ResolvedSubscribeOptions,
   ): Consumer {
-    const layout = mergeLayout(queue.layout, options);
+    // What the subscriber set wins; the queue's definition fills what it left out, then the
+    // provider's `defaultPrefetch`, then the kit's defaults (already in `options`).
+    const requested = options.requested;
+    const layout = mergeLayout(queue.layout, requested);
     if (!sameLayout(layout, queue.layout)) queue.relayout(layout);
     const def = queue.definition;
-    const prefetch = options.prefetch ?? def?.prefetch ?? this.config.defaultPrefetch;
-    const concurrency = options.concurrency ?? def?.concurrency ?? 1;
+    const concurrency = requested.concurrency ?? def?.concurrency ?? options.concurrency;
+    // As the kit defaults it: the default prefetch, or the concurrency when that is larger.
+    const prefetch =
+      requested.prefetch ?? def?.prefetch ?? Math.max(this.config.defaultPrefetch, concurrency);
     const retry = resolveRetryPolicy(
       Object.fromEntries(
-        Object.entries({ ...def?.retry, ...options.retry }).filter(([, value]) => value !== undefined),
+        Object.entries({ ...def?.retry, ...requested.retry }).filter(([, value]) => value !== undefined),
       ),
     );
     const consumer = new Consumer(
@@ -183,7 +187,7 @@ export class Broker {
       handler,
       Math.min(prefetch, concurrency),
       retry,
-      options.handlerTimeoutMs ?? def?.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
+      requested.handlerTimeoutMs ?? def?.handlerTimeoutMs ?? options.handlerTimeoutMs,
     );
     queue.consumers = [...queue.consumers, consumer];
     consumer.sweep = setInterval(() => this.#sweep(consumer), consumer.sweepPeriodMs);
@@ -346,7 +350,7 @@ export class Broker {
       case "retry":
         if (verdict.incomplete) this.counters.redelivered++;
         else this.counters.retried++;
-        this.#retry(consumer, message, verdict.lastError, verdict.incomplete);
+        this.#retry(consumer, message, verdict);
         return;
       case "hand-back":
         // Only a stop hands back, and stops go through #abandon; kept for completeness.
@@ -354,13 +358,18 @@ export class Broker {
     }
   }
 
-  #retry(consumer: Consumer, message: StoredMessage, lastError: string, redelivered: boolean): void {
+  /** Carries out a retry verdict: the next attempt, after the kit's delay, back at the front. */
+  #retry(
+    consumer: Consumer,
+    message: StoredMessage,
+    verdict: Extract<SettlementVerdict, { kind: "retry" }>,
+  ): void {
     const now = Date.now();
-    message.attempt++;
-    message.lastError = lastError;
+    message.attempt = verdict.nextAttempt;
+    message.lastError = verdict.lastError;
     message.deliveryHeaders = undefined;
-    message.redelivered = redelivered;
-    message.notBefore = now + retryDelayMs(consumer.retry, message.attempt);
+    message.redelivered = verdict.incomplete;
+    message.notBefore = now + verdict.delayMs;
     this.journal.retry(message);
     consumer.queue.returnToFront(message, now);
   }
@@ -368,7 +377,7 @@ export class Broker {
   deadLetter(
     queue: PhysicalQueue,
     message: StoredMessage,
-    reason: string,
+    reason: DeadLetterReason,
     lastError: string | undefined,
   ): void {
     queue.release(message);

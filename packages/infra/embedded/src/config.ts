@@ -1,4 +1,4 @@
-import { ConfigError, type ConfigIssue } from "@factflow/protocols";
+import { ConfigError, type ConfigIssue, DEFAULT_PREFETCH, MAX_PREFETCH } from "@factflow/protocols";
 import * as v from "valibot";
 
 const int = (min: number, max: number) => v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
@@ -26,8 +26,11 @@ export const EmbeddedConfigSchema = v.strictObject({
    * size of the live set. @default 67108864
    */
   compactAfterBytes: v.optional(int(4_096, 68_719_476_736), 67_108_864),
-  /** Prefetch of a subscription that does not set one. @default 10 */
-  defaultPrefetch: v.optional(int(1, 100_000), 10),
+  /**
+   * Prefetch of a subscription that sets none (and whose queue definition sets none), raised to its
+   * concurrency when that is larger; 1 to `MAX_PREFETCH` like every prefetch. @default 10
+   */
+  defaultPrefetch: v.optional(int(1, MAX_PREFETCH), DEFAULT_PREFETCH),
   /** Largest accepted message (JSON body + headers), in bytes. @default 4194304 */
   maxMessageBytes: v.optional(int(64, 268_435_456), 4_194_304),
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { Headers, type MessageEnvelope, type OutboundMessage, prepareOutbound } from "@factflow/protocols";
+import { Headers, type MessageEnvelope, type OutboundMessage } from "@factflow/protocols";
+import { prepareOutbound } from "@factflow/provider-kit";
 import { PROVIDER_NAME } from "./errors.js";
 
 /** Why and when a message was dead-lettered. */

@@ -1,4 +1,5 @@
-import { checkDestination, type Destination } from "@factflow/protocols";
+import type { Destination } from "@factflow/protocols";
+import { checkDestination } from "@factflow/provider-kit";
 import { invalidInput, PROVIDER_NAME } from "./errors.js";
 
 /** A validated destination. */

@@ -1,18 +1,22 @@
 import { mkdir } from "node:fs/promises";
 import {
-  createLifecycle,
   type DurabilityCounters,
-  emptyDurabilityCounters,
   type Logger,
   type MessageHandler,
   type OutboundMessage,
   type ProviderCapabilities,
+  ProviderError,
   type PublishReceipt,
   type QueueProtocol,
-  type SubscribeOptions,
   type Subscription,
   silentLogger,
 } from "@factflow/protocols";
+import {
+  emptyDurabilityCounters,
+  guardProvider,
+  type ResolvedSubscribeOptions,
+  type UnguardedProvider,
+} from "@factflow/provider-kit";
 import { createAdmin } from "./admin.js";
 import { Broker } from "./broker.js";
 import { classifyError } from "./classify-error.js";
@@ -23,7 +27,7 @@ import { memoryJournal } from "./journal.js";
 import { acquireLock, type CorruptTail, type RecoveredState, recoverLog } from "./log-store.js";
 import { prepareMessage } from "./message.js";
 import { parseKey, resolveTarget, validateSubscriptionName } from "./naming.js";
-import { parseDefinition, parseSubscribeOptions, type QueueDefinition } from "./queue-options.js";
+import { parseDefinition, type QueueDefinition } from "./queue-options.js";
 import { encodeMessage, encodeRecord } from "./record-codec.js";
 
 /** Figures of the embedded store: what recovery found and what the log looks like now. */
@@ -111,15 +115,16 @@ export function createEmbeddedProvider(
 ): EmbeddedProvider {
   const config = parseEmbeddedConfig(input);
   const logger = options.logger ?? silentLogger;
-  const lifecycle = createLifecycle(PROVIDER_NAME, "createEmbeddedProvider()");
   let broker: Broker | undefined;
   let journal: FileJournal | undefined;
   let releaseLock: (() => Promise<void>) | undefined;
   let recovered: RecoveredState | undefined;
 
+  /** The open broker. The kit's guard lets calls through only while connected, so it is there. */
   const use = (operation: string): Broker => {
-    lifecycle.assertOpen(operation);
-    if (broker === undefined) throw lifecycle.notConnectedError(operation);
+    if (broker === undefined || broker.closed) {
+      throw new ProviderError(PROVIDER_NAME, "closed", `${operation}: the provider is not open`);
+    }
     return broker;
   };
 
@@ -164,22 +169,20 @@ export function createEmbeddedProvider(
     broker = b;
   }
 
-  const provider: EmbeddedProvider = {
+  // The kit's guard adds the lifecycle (connect once, close once, no use before connect or after
+  // close) and validates subscribe options against the capabilities before they reach this object.
+  const provider: UnguardedProvider<EmbeddedProvider> = {
     name: PROVIDER_NAME,
     config,
     capabilities,
     admin: createAdmin(use),
 
-    connect(): Promise<void> {
-      return lifecycle.connect(open);
-    },
+    connect: open,
 
-    close(): Promise<void> {
-      return lifecycle.close(async () => {
-        broker?.close();
-        await journal?.close();
-        await releaseLock?.();
-      });
+    async close(): Promise<void> {
+      broker?.close();
+      await journal?.close();
+      await releaseLock?.();
     },
 
     async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
@@ -194,27 +197,20 @@ export function createEmbeddedProvider(
     async subscribe(
       destination: string,
       handler: MessageHandler,
-      options: SubscribeOptions,
+      options: ResolvedSubscribeOptions,
     ): Promise<Subscription> {
       const b = use("subscribe");
       const target = resolveTarget(destination);
-      if (typeof handler !== "function")
-        throw invalidInput("invalid_argument", "subscribe needs a handler function");
-      if (typeof options !== "object" || options === null) {
-        throw invalidInput(
-          "invalid_argument",
-          'subscribe needs options with at least { subscription: "<name>" }',
-        );
-      }
       const name = validateSubscriptionName(options.subscription);
-      parseSubscribeOptions(options);
       let queue = target.kind === "queue" ? b.queueNamed(target.name) : undefined;
       if (queue === undefined) {
         const sub = b.subscriptionQueue(target.name, name);
         if (sub.created) await b.journal.subscribe(sub.queue.key);
         queue = sub.queue;
       }
-      if (lifecycle.state === "closed") throw lifecycle.closedError("subscribe");
+      // Closed while the journal wrote: the guard turns this into a provider_closed error.
+      if (b.closed)
+        throw new ProviderError(PROVIDER_NAME, "closed", "subscribe: the provider closed meanwhile");
       const consumer = b.attach(queue, target.destination, handler, options);
       return {
         destination: target.destination,
@@ -236,7 +232,7 @@ export function createEmbeddedProvider(
           `defineQueue takes a "/queue/..." destination, got ${destination}`,
         );
       }
-      const parsed = parseDefinition(definition);
+      const parsed = parseDefinition(target.destination, definition);
       const queue = b.queueNamed(target.name);
       const changed = b.applyDefinition(queue, parsed);
       if (changed) await b.journal.define(queue.key, parsed);
@@ -258,5 +254,5 @@ export function createEmbeddedProvider(
       return recovered?.corruptTail === undefined ? stats : { ...stats, corruptTail: recovered.corruptTail };
     },
   };
-  return provider;
+  return guardProvider(provider, { factory: "createEmbeddedProvider()", guarded: ["defineQueue"] });
 }

@@ -1,6 +1,7 @@
-import type { RetryPolicy, SubscribeOptions } from "@factflow/protocols";
+import type { SubscribeOptions } from "@factflow/protocols";
+import { resolveSubscribeOptions, SubscribeFieldsSchema } from "@factflow/provider-kit";
 import * as v from "valibot";
-import { invalidInput } from "./errors.js";
+import { invalidInput, PROVIDER_NAME } from "./errors.js";
 
 /** How a physical queue orders its messages. */
 export interface QueueLayout {
@@ -17,64 +18,54 @@ export const DEFAULT_LAYOUT: QueueLayout = Object.freeze({
   maxPriority: undefined,
 });
 
-const posInt = (min: number, max: number) =>
-  v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
-
-const RetrySchema = v.strictObject({
-  maxAttempts: v.optional(posInt(1, 1_000)),
-  initialDelayMs: v.optional(posInt(0, 86_400_000)),
-  multiplier: v.optional(v.pipe(v.number(), v.minValue(1), v.maxValue(100))),
-  maxDelayMs: v.optional(posInt(0, 86_400_000)),
-});
+const field = SubscribeFieldsSchema.entries;
+// In the order earlier versions wrote definitions to the log, so an unchanged definition compares equal.
+const fields = {
+  ordering: field.ordering,
+  groupBy: field.groupBy,
+  maxPriority: field.maxPriority,
+  prefetch: field.prefetch,
+  concurrency: field.concurrency,
+  handlerTimeoutMs: field.handlerTimeoutMs,
+  retry: field.retry,
+};
+const FIELD_NAMES = Object.keys(fields).join(", ");
 
 /**
  * Options of `defineQueue`: the queue's layout, plus defaults for subscriptions that do not set their
  * own (the durable worker's named queue configs: type, group field, concurrency, retries, timeout).
+ * Each field takes exactly what the subscribe option of the same name takes (the kit's
+ * `SubscribeFieldsSchema`), with the same limits and messages.
  */
-export const QueueDefinitionSchema = v.strictObject({
-  /** @default "none" */
-  ordering: v.optional(v.picklist(["none", "fifo"])),
-  groupBy: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
-  /** 1–10 levels; any value makes the queue honour priorities 0–9. */
-  maxPriority: v.optional(posInt(1, 10)),
-  prefetch: v.optional(posInt(1, 100_000)),
-  concurrency: v.optional(posInt(0, 100_000)),
-  handlerTimeoutMs: v.optional(posInt(1, 86_400_000)),
-  retry: v.optional(RetrySchema),
-});
+export const QueueDefinitionSchema = v.strictObject(fields, (issue) =>
+  issue.expected === "never"
+    ? `unknown field ${issue.path?.map((p) => String(p.key)).join(".") ?? ""}: a queue definition takes ${FIELD_NAMES}`
+    : 'a queue definition must be an object like { ordering: "fifo", groupBy: "session" }',
+);
 
 /** What `defineQueue` accepts. */
 export type QueueDefinition = v.InferOutput<typeof QueueDefinitionSchema>;
 
-const SubscribeSchema = v.object({
-  subscription: v.pipe(v.string(), v.minLength(1), v.maxLength(200)),
-  prefetch: v.optional(posInt(1, 100_000)),
-  concurrency: v.optional(posInt(0, 100_000)),
-  retry: v.optional(RetrySchema),
-  ordering: v.optional(v.picklist(["none", "fifo"])),
-  groupBy: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200))),
-  maxPriority: v.optional(posInt(1, 10)),
-  handlerTimeoutMs: v.optional(posInt(1, 86_400_000)),
-});
+/** Every capability: the embedded provider honours all of them. */
+const ALL_CAPABILITIES = { fifo: true, messageGroups: true, priorities: true } as const;
 
-function describe(issues: readonly v.BaseIssue<unknown>[]): string {
-  return issues
-    .map((issue) => `${issue.path?.map((p) => String(p.key)).join(".") ?? "(root)"}: ${issue.message}`)
-    .join("; ");
-}
-
-export function parseDefinition(input: unknown): QueueDefinition {
+/**
+ * Validates a queue definition: each field as the subscribe option of the same name, and together
+ * as a subscription's options are (concurrency at most prefetch, groupBy only with FIFO). Throws
+ * `invalid_argument` naming every problem.
+ */
+export function parseDefinition(destination: string, input: unknown): QueueDefinition {
+  const operation = `defineQueue of "${destination}"`;
   const result = v.safeParse(QueueDefinitionSchema, input ?? {});
-  if (!result.success)
-    throw invalidInput("invalid_argument", `queue definition is invalid: ${describe(result.issues)}`);
+  if (!result.success) {
+    throw invalidInput("invalid_argument", `${operation}: ${result.issues.map((i) => i.message).join("; ")}`);
+  }
+  const asOptions = { ...result.output, subscription: "definition" } as SubscribeOptions;
+  resolveSubscribeOptions(asOptions, ALL_CAPABILITIES, {
+    provider: PROVIDER_NAME,
+    operation,
+  });
   return result.output;
-}
-
-export function parseSubscribeOptions(input: SubscribeOptions): SubscribeOptions {
-  const result = v.safeParse(SubscribeSchema, input);
-  if (!result.success)
-    throw invalidInput("invalid_argument", `subscribe options are invalid: ${describe(result.issues)}`);
-  return input;
 }
 
 /** The layout after applying the layout fields a caller set explicitly. */
@@ -96,5 +87,3 @@ export function mergeLayout(
 export function sameLayout(a: QueueLayout, b: QueueLayout): boolean {
   return a.ordering === b.ordering && a.groupBy === b.groupBy && a.maxPriority === b.maxPriority;
 }
-
-export type PartialRetry = Partial<RetryPolicy>;

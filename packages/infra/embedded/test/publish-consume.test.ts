@@ -113,9 +113,11 @@ describe("queues", () => {
 
   it("never runs more handlers than min(prefetch, concurrency)", async () => {
     const p = await connected();
-    for (const [queue, prefetch, concurrency, bound] of [
-      ["/queue/c1", 10, 3, 3],
-      ["/queue/c2", 2, 8, 2],
+    // A queue definition's prefetch can sit below a subscriber's concurrency.
+    await p.defineQueue("/queue/c2", { prefetch: 2 });
+    for (const [queue, options, bound] of [
+      ["/queue/c1", { prefetch: 10, concurrency: 3 }, 3],
+      ["/queue/c2", { concurrency: 8 }, 2],
     ] as const) {
       let running = 0;
       let peak = 0;
@@ -130,7 +132,7 @@ describe("queues", () => {
           done++;
           return "ACKNOWLEDGED" as const;
         },
-        { subscription: "s", prefetch, concurrency },
+        { subscription: "s", ...options },
       );
       await Promise.all(Array.from({ length: 30 }, () => p.publish(queue, { body: null })));
       expect((await p.admin.stats({ destination: queue })).inFlight).toBeLessThanOrEqual(bound);

@@ -10,13 +10,14 @@ import {
   ProviderError,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
+import { redriveHeaders } from "@factflow/provider-kit";
 import type { ConfirmChannel, GetMessage, Message } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager } from "./connection-manager.js";
 import { deleteRabbitMqDestination } from "./delete-destination.js";
 import { decodeMessage, publishOptions, stringHeaders } from "./envelope-codec.js";
-import { amqpCopyOf, redrivenHeaders } from "./failure-router.js";
+import { amqpCopy } from "./failure-router.js";
 import { handBackAndClose } from "./hand-back.js";
 import { deadLetterQueueName, resolveDestination, topicSubscriptionQueue } from "./naming.js";
 import type { Topology } from "./topology.js";
@@ -28,8 +29,6 @@ export interface AdminDeps {
   readonly topology: Topology;
   readonly destinations: () => readonly DestinationInfo[];
   readonly inFlight: (sourceQueue: string) => number;
-  /** Throws `provider_closed` / `provider_not_connected` when the provider cannot serve calls. */
-  readonly assertUsable: (what: string) => void;
 }
 
 interface ResolvedSource {
@@ -54,12 +53,10 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
   constructor(private readonly deps: AdminDeps) {}
 
   async listDestinations(): Promise<readonly DestinationInfo[]> {
-    this.deps.assertUsable("admin.listDestinations");
     return this.deps.destinations();
   }
 
   private resolve(source: DeadLetterSource): ResolvedSource {
-    this.deps.assertUsable(`admin call on "${source?.destination}"`);
     const target = resolveDestination(source.destination);
     if (target.kind === "queue") {
       return {
@@ -214,7 +211,7 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
   }
 
   private republish(channel: ConfirmChannel, queue: string, message: Message): void {
-    const copy = amqpCopyOf(message, redrivenHeaders(message));
+    const copy = amqpCopy(message, redriveHeaders);
     channel.publish("", queue, copy.content, publishOptions(copy, true));
   }
 

@@ -1,13 +1,6 @@
 import { randomUUID } from "node:crypto";
-import {
-  envelopeFromHeaders,
-  Headers,
-  type JsonValue,
-  type MessageEnvelope,
-  type OutboundMessage,
-  PUBLISHED_AT_HEADER,
-  prepareOutbound,
-} from "@factflow/protocols";
+import { Headers, type JsonValue, type MessageEnvelope, type OutboundMessage } from "@factflow/protocols";
+import { envelopeFromHeaders, PUBLISHED_AT_HEADER, prepareOutbound } from "@factflow/provider-kit";
 import type { Message, Options } from "amqplib";
 
 /**

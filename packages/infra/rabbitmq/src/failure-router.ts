@@ -1,4 +1,5 @@
-import { type DeadLetterReason, Headers, type RetryPolicy, retryDelayMs } from "@factflow/protocols";
+import { type DeadLetterReason, Headers } from "@factflow/protocols";
+import { deadLetterHeaders, retryHeaders } from "@factflow/provider-kit";
 import type { Message } from "amqplib";
 import { type EncodedMessage, stringHeaders } from "./envelope-codec.js";
 import { retryQueueName } from "./naming.js";
@@ -16,12 +17,19 @@ export interface FailureRoute {
   readonly deadLetterQueue: string;
 }
 
-/** Longest `x-last-error` kept, so a huge stack trace cannot blow the header table. */
-const MAX_ERROR_TEXT = 1000;
-
-/** A copy of a received message for re-publishing, keeping its ids, body and priority. */
-function copyOf(message: Message, headers: Record<string, string>): EncodedMessage {
+/**
+ * A copy of a received message for re-publishing, keeping its ids, body and priority, with its
+ * headers rewritten by `rewrite` (one of the kit's builders: `retryHeaders`, `deadLetterHeaders`,
+ * `redriveHeaders`). The AMQP header table is read as strings first (`stringHeaders`), so the
+ * builders see the same headers they see on every other broker.
+ */
+export function amqpCopy(
+  message: Message,
+  rewrite: (headers: Record<string, string>) => Record<string, string>,
+): EncodedMessage {
+  const headers = rewrite(stringHeaders(message));
   const props = message.properties;
+  // The ids travel as AMQP properties, not headers.
   const id = headers[Headers.messageId] ?? (typeof props.messageId === "string" ? props.messageId : "");
   const correlationId =
     headers[Headers.correlationId] ?? (typeof props.correlationId === "string" ? props.correlationId : id);
@@ -34,30 +42,26 @@ function copyOf(message: Message, headers: Record<string, string>): EncodedMessa
 }
 
 /**
- * Publishes the next attempt of a failed delivery: the same body and headers with
- * `x-delivery-attempt` + 1, into the holding queue of its delay (one queue per distinct delay, so a
- * short delay never waits behind a long one at the queue head), which dead-letters it back to the
- * source queue. Resolves once the broker confirmed the copy.
+ * Publishes the next attempt of a failed delivery, as the kit's verdict says: the same body and
+ * headers with `x-delivery-attempt` = `nextAttempt`, into the holding queue of `delayMs` (one queue
+ * per distinct delay, so a short delay never waits behind a long one at the queue head), which
+ * dead-letters it back to the source queue. Resolves once the broker confirmed the copy.
  */
 export async function publishRetry(
   publisher: Publisher,
   topology: Topology,
   route: FailureRoute,
   message: Message,
-  attempt: number,
-  policy: RetryPolicy,
-  reason: string | undefined,
-): Promise<number> {
-  const headers = stringHeaders(message);
-  headers[Headers.deliveryAttempt] = String(attempt + 1);
-  if (reason !== undefined) headers[Headers.lastError] = reason.slice(0, MAX_ERROR_TEXT);
-  const delay = retryDelayMs(policy, attempt + 1);
+  retry: { readonly nextAttempt: number; readonly delayMs: number; readonly lastError: string },
+): Promise<void> {
+  const copy = amqpCopy(message, (headers) => retryHeaders(headers, retry.nextAttempt, retry.lastError));
+  const delay = retry.delayMs;
   if (delay <= 0) {
     await publisher.publish(
       { exchange: "", routingKey: route.sourceQueue, mandatory: true, describe: route.destination },
-      copyOf(message, headers),
+      copy,
     );
-    return 0;
+    return;
   }
   const holding = retryQueueName(route.sourceQueue, delay);
   await topology.declareHoldingQueue(holding, delay, "", route.sourceQueue);
@@ -68,9 +72,8 @@ export async function publishRetry(
       mandatory: true,
       describe: `${route.destination} (retry in ${delay} ms)`,
     },
-    copyOf(message, headers),
+    copy,
   );
-  return delay;
 }
 
 /** Publishes a failed delivery to its dead-letter queue with the failure headers; resolves once confirmed. */
@@ -79,15 +82,14 @@ export async function publishDeadLetter(
   topology: Topology,
   route: FailureRoute,
   message: Message,
-  why: DeadLetterReason,
+  reason: DeadLetterReason,
   lastError: string | undefined,
 ): Promise<void> {
-  const headers = stringHeaders(message);
-  headers[Headers.deadLetterReason] = why;
-  headers[Headers.originalDestination] = route.destination;
-  if (route.kind === "topic") headers[Headers.originalSubscription] = route.subscription;
-  headers[Headers.deadLetteredAt] = new Date().toISOString();
-  if (lastError !== undefined) headers[Headers.lastError] = lastError.slice(0, MAX_ERROR_TEXT);
+  const origin =
+    route.kind === "topic"
+      ? { destination: route.destination, subscription: route.subscription }
+      : { destination: route.destination };
+  const copy = amqpCopy(message, (headers) => deadLetterHeaders(headers, reason, origin, lastError));
   await topology.ensureQueue(route.deadLetterQueue, `${route.destination} (dead letters)`);
   await publisher.publish(
     {
@@ -96,24 +98,6 @@ export async function publishDeadLetter(
       mandatory: true,
       describe: `${route.destination} (dead letters)`,
     },
-    copyOf(message, headers),
+    copy,
   );
 }
-
-/** Headers a redriven message sheds: it starts over with a fresh budget. */
-export function redrivenHeaders(message: Message): Record<string, string> {
-  const headers = stringHeaders(message);
-  for (const key of [
-    Headers.deadLetterReason,
-    Headers.deadLetteredAt,
-    Headers.originalSubscription,
-    Headers.lastError,
-  ]) {
-    delete headers[key];
-  }
-  delete headers[Headers.originalDestination];
-  headers[Headers.deliveryAttempt] = "1";
-  return headers;
-}
-
-export { copyOf as amqpCopyOf };

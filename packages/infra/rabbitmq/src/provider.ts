@@ -1,8 +1,6 @@
 import {
-  createLifecycle,
   type DestinationInfo,
   type DurabilityCounters,
-  emptyDurabilityCounters,
   type Logger,
   type MessageHandler,
   type OutboundMessage,
@@ -10,10 +8,15 @@ import {
   ProviderError,
   type PublishReceipt,
   type QueueProtocol,
-  type SubscribeOptions,
   type Subscription,
   silentLogger,
 } from "@factflow/protocols";
+import {
+  emptyDurabilityCounters,
+  guardProvider,
+  type ResolvedSubscribeOptions,
+  type UnguardedProvider,
+} from "@factflow/provider-kit";
 import { RabbitMqAdmin } from "./admin.js";
 import { classifyAmqpError } from "./classify-error.js";
 import { parseRabbitMqConfig, type RabbitMqConfig, type RabbitMqConfigInput } from "./config.js";
@@ -80,7 +83,6 @@ export function createRabbitMqProvider(
   const publisher = new Publisher(publishConnection, config, logger);
   const subscriptions = new Set<RabbitSubscription>();
   const known = new Map<string, { kind: "queue" | "topic"; subscriptions: Set<string> }>();
-  const lifecycle = createLifecycle("rabbitmq", "createRabbitMqProvider()");
 
   // Publishing resolves the same few destinations over and over; parse each once.
   const resolved = new Map<string, ReturnType<typeof resolveDestination>>();
@@ -106,9 +108,7 @@ export function createRabbitMqProvider(
     if (subscription !== undefined && kind === "topic") entry.subscriptions.add(subscription);
   };
 
-  const assertUsable = (what: string) => lifecycle.assertOpen(what);
   const admin = new RabbitMqAdmin({
-    assertUsable,
     config,
     connection,
     topology,
@@ -169,36 +169,33 @@ export function createRabbitMqProvider(
     }
   };
 
-  const provider: RabbitMqProvider = {
+  // The kit's guard adds the lifecycle (connect once, close once, no use before connect or after
+  // close) and validates subscribe options against the capabilities before they reach this object.
+  const provider: UnguardedProvider<RabbitMqProvider> = {
     name: "rabbitmq",
     config,
     capabilities: Object.freeze({ ...RABBITMQ_CAPABILITIES, maxMessageBytes: config.maxMessageBytes }),
     admin,
 
-    connect() {
-      return lifecycle.connect(async () => {
-        try {
-          await Promise.all([connection.connect(), publishConnection.connect()]);
-        } catch (error) {
-          // Do not leave one of the two connections open when the other failed; connect() may be retried.
-          await Promise.allSettled([connection.abandon(), publishConnection.abandon()]);
-          throw error;
-        }
-        Object.assign(counters, emptyDurabilityCounters());
-      });
+    async connect() {
+      try {
+        await Promise.all([connection.connect(), publishConnection.connect()]);
+      } catch (error) {
+        // Do not leave one of the two connections open when the other failed; connect() may be retried.
+        await Promise.allSettled([connection.abandon(), publishConnection.abandon()]);
+        throw error;
+      }
+      Object.assign(counters, emptyDurabilityCounters());
     },
 
-    close() {
-      return lifecycle.close(async () => {
-        // Closing the connections cancels every consumer and requeues what is unacked, so channels are
-        // not closed one by one (each a round trip a stalled broker would never answer).
-        await Promise.allSettled([...subscriptions].map((s) => s.stop(true)));
-        await Promise.all([connection.close(), publishConnection.close()]);
-      });
+    async close() {
+      // Closing the connections cancels every consumer and requeues what is unacked, so channels are
+      // not closed one by one (each a round trip a stalled broker would never answer).
+      await Promise.allSettled([...subscriptions].map((s) => s.stop(true)));
+      await Promise.all([connection.close(), publishConnection.close()]);
     },
 
     async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
-      assertUsable(`publish to "${destination}"`);
       const target = resolveCached(destination);
       const encoded = encodeMessage(destination, message, config.maxMessageBytes);
       const delay = message.delayMs ?? 0;
@@ -243,12 +240,10 @@ export function createRabbitMqProvider(
     async subscribe(
       destination: string,
       handler: MessageHandler,
-      options: SubscribeOptions,
+      options: ResolvedSubscribeOptions,
     ): Promise<Subscription> {
-      assertUsable(`subscribe to "${destination}"`);
       const { target, route, shape, prefetch, concurrency, policy, handlerTimeoutMs } = planSubscription(
         destination,
-        handler,
         options,
       );
       const { sourceQueue } = route;
@@ -317,5 +312,5 @@ export function createRabbitMqProvider(
       await topology.deleteDeclared();
     },
   };
-  return provider;
+  return guardProvider(provider, { factory: "createRabbitMqProvider()" });
 }

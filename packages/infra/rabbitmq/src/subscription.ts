@@ -1,15 +1,13 @@
 import {
   type Delivery,
   type DurabilityCounters,
-  decideSettlement,
   HandlerTimeoutError,
   type Logger,
   type MessageHandler,
   type RetryPolicy,
-  runHandler,
-  type SettlementVerdict,
   type Subscription,
 } from "@factflow/protocols";
+import { decideSettlement, runHandler, type SettlementVerdict } from "@factflow/provider-kit";
 import type { Channel, ConsumeMessage } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
@@ -202,7 +200,7 @@ export class RabbitSubscription implements Subscription {
     const isTopic = this.settings.route.kind === "topic";
     if ("error" in decoded) {
       const lastError = `not a Factflow message: ${decoded.error}`;
-      await this.settle(pending, { kind: "dead", reason: "rejected", lastError }, 1);
+      await this.settle(pending, { kind: "dead", reason: "rejected", lastError });
       return;
     }
     const delivery: Delivery = {
@@ -218,7 +216,7 @@ export class RabbitSubscription implements Subscription {
     const outcome = await runHandler(this.settings.handler, delivery, run.controller);
     this.handlers.delete(run);
     const context = { attempt: decoded.attempt, policy: this.settings.policy, isTopic };
-    await this.settle(pending, decideSettlement(outcome, context), decoded.attempt);
+    await this.settle(pending, decideSettlement(outcome, context));
   }
 
   private isCurrent(pending: Pending): boolean {
@@ -226,7 +224,7 @@ export class RabbitSubscription implements Subscription {
   }
 
   /** Carries out the kit's verdict on the delivery's own channel. */
-  private async settle(pending: Pending, verdict: SettlementVerdict, attempt: number): Promise<void> {
+  private async settle(pending: Pending, verdict: SettlementVerdict): Promise<void> {
     if (!this.isCurrent(pending)) {
       if (verdict.kind !== "hand-back") this.deps.counters.superseded += 1;
       return;
@@ -239,7 +237,7 @@ export class RabbitSubscription implements Subscription {
       this.send(pending, "requeue");
       return;
     }
-    const work = this.forward(pending, verdict, attempt);
+    const work = this.forward(pending, verdict);
     this.settling.add(work);
     try {
       await work;
@@ -252,13 +250,12 @@ export class RabbitSubscription implements Subscription {
   private async forward(
     pending: Pending,
     verdict: Extract<SettlementVerdict, { kind: "retry" | "dead" }>,
-    attempt: number,
   ): Promise<void> {
-    const { route, policy } = this.settings;
+    const { route } = this.settings;
     const { publisher, topology, counters } = this.deps;
     try {
       if (verdict.kind === "retry") {
-        await publishRetry(publisher, topology, route, pending.message, attempt, policy, verdict.lastError);
+        await publishRetry(publisher, topology, route, pending.message, verdict);
       } else {
         await publishDeadLetter(
           publisher,

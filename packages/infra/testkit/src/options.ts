@@ -34,9 +34,13 @@ export interface ConformanceTiming {
   readonly retryMultiplier: number;
   /** `maxAttempts` of the retry tests. @default 4 */
   readonly retryMaxAttempts: number;
-  /** A measured retry gap must be at least this times the computed delay. @default 0.8 */
+  /** A measured retry gap (or delayed delivery) must be at least this times the computed delay. @default 0.8 */
   readonly retryLowerFactor: number;
-  /** A measured retry gap must be at most this times the computed delay, plus the provider's slack. @default 2 */
+  /**
+   * How long the suite waits for a retry or a delayed message, as a multiple of its computed delay
+   * (plus the provider's slack), before it gives up. A deadline only: how late a retry comes is
+   * printed, never asserted (speed goals live in benchmarks). @default 2
+   */
   readonly retryUpperFactor: number;
   /** Messages in the fault group's stream. @default 200 */
   readonly faultMessages: number;

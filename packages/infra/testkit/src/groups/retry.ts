@@ -64,12 +64,10 @@ export function registerRetry(env: SuiteEnv): void {
         const expected =
           h.caps.retryDelay === "exponential" ? retryDelayMs(policy, i + 1) : policy.initialDelayMs;
         const low = expected * h.timing.retryLowerFactor;
-        const high = expected * h.timing.retryUpperFactor + h.expectations.retryDelaySlackMs;
-        gaps.push(
-          `${Math.round(measured)} ms (expected ${expected}, allowed ${Math.round(low)}–${Math.round(high)})`,
-        );
+        gaps.push(`${Math.round(measured)} ms (expected ${expected}, at least ${Math.round(low)})`);
+        // Only the lower bound is asserted: a retry must wait for its backoff. How much later it comes
+        // is printed, not asserted (speed goals live in bench/, as ratios).
         expect(measured, `gap before attempt ${i + 1}: ${gaps.at(-1)}`).toBeGreaterThanOrEqual(low);
-        expect(measured, `gap before attempt ${i + 1}: ${gaps.at(-1)}`).toBeLessThanOrEqual(high);
       }
       h.note(`retry gaps (${h.caps.retryDelay}): ${gaps.join(", ")}`);
       expectDeadLetter(letter, {

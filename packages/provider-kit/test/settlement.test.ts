@@ -1,12 +1,6 @@
+import { type Delivery, HandlerTimeoutError, resolveRetryPolicy } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
-import {
-  type Delivery,
-  decideSettlement,
-  type HandlerOutcome,
-  HandlerTimeoutError,
-  resolveRetryPolicy,
-  runHandler,
-} from "../src/index.js";
+import { decideSettlement, type HandlerOutcome, runHandler } from "../src/index.js";
 
 const policy = resolveRetryPolicy({ maxAttempts: 3, initialDelayMs: 100, multiplier: 2 });
 const ctx = (attempt: number, isTopic = false) => ({ attempt, policy, isTopic });

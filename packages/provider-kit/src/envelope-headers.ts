@@ -1,6 +1,4 @@
-import type { MessageEnvelope } from "../envelope.js";
-import { Headers } from "../headers.js";
-import type { JsonValue } from "../json.js";
+import { Headers, type JsonValue, type MessageEnvelope } from "@factflow/protocols";
 import { type PreparedOutbound, PUBLISHED_AT_HEADER, parseAttempt } from "./outbound.js";
 
 /** Values a broker carries outside the headers, used when the matching header is absent. */

@@ -1,12 +1,12 @@
-import { ProviderError } from "../errors.js";
+import { ProviderError } from "@factflow/protocols";
 
 /** Where a provider is in its life: created, connecting, usable, or closed for good. */
-export type LifecycleState = "new" | "connecting" | "open" | "closed";
+type LifecycleState = "new" | "connecting" | "open" | "closed";
 
 /**
- * The lifecycle guard every provider wraps its broker work in: connect runs once (concurrent callers
- * share it, a failure allows another try), close is idempotent and final, and every operation checks
- * first that the provider is open, with an error that says what to do.
+ * The lifecycle state machine behind `guardProvider`: connect runs once (concurrent callers share it,
+ * a failure allows another try), close is idempotent and final, and every operation checks first
+ * that the provider is open, with an error that says what to do.
  */
 export interface Lifecycle {
   readonly state: LifecycleState;

@@ -1,8 +1,10 @@
-import type { OutboundMessage } from "../envelope.js";
-import { parseDestination } from "../envelope.js";
-import { ProviderError } from "../errors.js";
-import { Headers } from "../headers.js";
-import { findNonJson } from "../json.js";
+import {
+  findNonJson,
+  Headers,
+  type OutboundMessage,
+  ProviderError,
+  parseDestination,
+} from "@factflow/protocols";
 
 /**
  * Header carrying the ISO-8601 time of the first publish. Brokers without a field of their own for it
@@ -79,7 +81,7 @@ const nativeBuffer = (globalThis as { Buffer?: { byteLength(text: string): numbe
 const encoder = new TextEncoder();
 
 /** UTF-8 length of a string. */
-export function utf8Length(text: string): number {
+function utf8Length(text: string): number {
   return nativeBuffer !== undefined ? nativeBuffer.byteLength(text) : encoder.encode(text).length;
 }
 

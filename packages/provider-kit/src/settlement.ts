@@ -1,8 +1,13 @@
-import type { Delivery, HandlerResult, MessageHandler } from "../delivery.js";
-import { isHandlerTimeout } from "../errors.js";
-import type { DeadLetterReason } from "../headers.js";
-import { MessageStatus } from "../message-status.js";
-import { type RetryPolicy, retryDelayMs } from "../retry-policy.js";
+import {
+  type DeadLetterReason,
+  type Delivery,
+  type HandlerResult,
+  isHandlerTimeout,
+  type MessageHandler,
+  MessageStatus,
+  type RetryPolicy,
+  retryDelayMs,
+} from "@factflow/protocols";
 
 /** Longest failure text kept on retried and dead-lettered copies (`x-last-error`). */
 export const MAX_LAST_ERROR_LENGTH = 1_000;

@@ -1,0 +1,28 @@
+export { emptyDurabilityCounters } from "./counters.js";
+export type { EnvelopeFallbacks } from "./envelope-headers.js";
+export { compactHeaders, envelopeFromHeaders } from "./envelope-headers.js";
+export type { DeadLetterOrigin } from "./failure-headers.js";
+export { deadLetterHeaders, redriveHeaders, retryHeaders } from "./failure-headers.js";
+export type { GuardOptions, UnguardedProvider } from "./guard.js";
+export { guardProvider } from "./guard.js";
+export type { PreparedOutbound, PrepareOutboundOptions } from "./outbound.js";
+export {
+  checkDestination,
+  invalidInputError,
+  PUBLISHED_AT_HEADER,
+  parseAttempt,
+  prepareOutbound,
+} from "./outbound.js";
+export type { HandlerOutcome, SettlementContext, SettlementVerdict } from "./settlement.js";
+export { decideSettlement, MAX_LAST_ERROR_LENGTH, runHandler } from "./settlement.js";
+export type {
+  ResolvedSubscribeOptions,
+  SubscribeCapabilities,
+  SubscribeContext,
+} from "./subscribe-options.js";
+export {
+  RetryOptionsSchema,
+  resolveSubscribeOptions,
+  SubscribeFieldsSchema,
+  SubscribeOptionsSchema,
+} from "./subscribe-options.js";
