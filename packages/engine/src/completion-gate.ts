@@ -1,4 +1,5 @@
 import type { LineageProtocol, Logger } from "@factflow/protocols";
+import type { LineageReconciler } from "./lineage-reconciler.js";
 import type { RouteProcessor } from "./route-processor.js";
 
 export interface CompletionGateOptions {
@@ -10,6 +11,8 @@ export interface CompletionGateOptions {
   readonly onComplete: () => void;
   /** Safety-net poll while idle, in ms. @default 250 */
   readonly pollMs?: number;
+  /** Closes rows whose closing write was lost, once idle with open rows long enough. */
+  readonly reconciler?: LineageReconciler;
 }
 
 /**
@@ -46,6 +49,7 @@ export class CompletionGate {
   /** A delivery started: any check in progress no longer describes "one moment". */
   activity(): void {
     this.#epoch++;
+    this.#options.reconciler?.reset();
   }
 
   /** Something finished; check soon if everything looks idle. */
@@ -94,6 +98,10 @@ export class CompletionGate {
       if (this.#closed || epoch !== this.#epoch || !this.#activeIdle()) return;
       this.close();
       this.#options.onComplete();
+    } else if (held === 0) {
+      // Idle, nothing held, rows still open: normal while a retry is on its way; for ever if a
+      // closing write was lost. The reconciler tells the two apart after a bounded time.
+      if (await this.#options.reconciler?.idleWithOpenRows()) this.#again = true;
     } else if (held > 0 && open === held) {
       // Nothing else is anywhere in the pipeline: the batches will not fill further.
       for (const processor of processors) {

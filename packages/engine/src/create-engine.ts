@@ -58,6 +58,11 @@ export interface EngineOptions {
    * A hook that throws is logged and never breaks the execution. @default no hooks
    */
   readonly hooks?: ExecutionHooks;
+  /**
+   * How long an execution may sit idle with open lineage rows and nothing on the broker before its
+   * rows are reconciled (a closing write was lost). @default twice its longest retry delay, ≥ 30 s
+   */
+  readonly reconcileAfterMs?: number;
 }
 
 export interface Engine {
@@ -90,6 +95,7 @@ export function createEngine(options: EngineOptions): Engine {
     ...(options.maxLineageBacklog === undefined ? {} : { maxLineageBacklog: options.maxLineageBacklog }),
     ...(options.processingMarkMs === undefined ? {} : { processingMarkMs: options.processingMarkMs }),
     ...(options.settledMemory === undefined ? {} : { settledMemory: options.settledMemory }),
+    ...(options.reconcileAfterMs === undefined ? {} : { reconcileAfterMs: options.reconcileAfterMs }),
     ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
   });
   const service = new ExecutionService({

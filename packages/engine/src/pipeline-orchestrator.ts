@@ -21,6 +21,7 @@ import { DeliveryLedger } from "./delivery-ledger.js";
 import type { ExecutionEventType } from "./execution-events.js";
 import { ExecutionScopedQueue } from "./execution-scoped-queue.js";
 import { newId } from "./ids.js";
+import { LineageReconciler } from "./lineage-reconciler.js";
 import { messageRow } from "./lineage-rows.js";
 import { publishReseed, type ReseedMessage } from "./reseed.js";
 import { RouteProcessor } from "./route-processor.js";
@@ -68,6 +69,12 @@ export interface OrchestratorServices {
    * for deliveries the broker flags as redelivered). @default 50000
    */
   readonly settledMemory?: number;
+  /**
+   * How long an execution may sit idle with open lineage rows and nothing on the broker before the
+   * rows are reconciled (closed as settled, or failed as lost). @default twice the longest retry
+   * delay of its routes, at least 30 s
+   */
+  readonly reconcileAfterMs?: number;
 }
 
 export interface PipelineOrchestratorOptions extends OrchestratorServices {
@@ -177,12 +184,25 @@ export class PipelineOrchestrator {
           }),
         );
       }
+      const routeSpecs = Object.values(config.routes);
+      const longestDelay = Math.max(
+        ...routeSpecs.map((r) => toRetryPolicy(r.retry ?? config.settings.retry).maxDelayMs),
+      );
       this.#gate = new CompletionGate({
         executionId,
         processors: this.processors,
         lineage: this.#options.lineage,
         logger,
         onComplete: () => void this.#end("completed"),
+        reconciler: new LineageReconciler({
+          executionId,
+          lineage: this.#options.lineage,
+          deliveries: runtime.deliveries,
+          queue: this.#options.queue,
+          destinations: routeSpecs.map((r) => queue.scope(`/queue/${r.inbound.queue}`)),
+          afterMs: this.#options.reconcileAfterMs ?? Math.max(30_000, 2 * longestDelay),
+          logger,
+        }),
       });
       // Every route subscribed before anything is published: nothing is sent to a queue nobody reads.
       for (const processor of this.processors) await processor.start();

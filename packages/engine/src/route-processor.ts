@@ -2,6 +2,7 @@ import {
   type Adapter,
   type Delivery,
   type HandlerResult,
+  isFactflowError,
   isHandlerTimeout,
   isStatefulAdapter,
   type LineageErrorInfo,
@@ -126,16 +127,16 @@ export class RouteProcessor {
       if (adapter !== undefined && isStatefulAdapter(adapter)) capacity += adapter.capacity ?? 0;
     }
     const concurrency = Math.max(inbound.concurrency, capacity);
-    this.#subscription = await this.#runtime.queue.subscribe(
-      `/queue/${inbound.queue}`,
-      (d, s) => this.#handle(d, s),
-      {
-        subscription: this.name,
-        prefetch: Math.max(inbound.prefetch, concurrency),
-        concurrency,
-        retry: this.#options.retry,
-        handlerTimeoutMs: this.#options.handlerTimeoutMs,
-      },
+    this.#subscription = await subscribeWithRetry(
+      () =>
+        this.#runtime.queue.subscribe(`/queue/${inbound.queue}`, (d, s) => this.#handle(d, s), {
+          subscription: this.name,
+          prefetch: Math.max(inbound.prefetch, concurrency),
+          concurrency,
+          retry: this.#options.retry,
+          handlerTimeoutMs: this.#options.handlerTimeoutMs,
+        }),
+      { route: this.name, logger: this.#runtime.logger, signal: this.#runtime.signal },
     );
     for (const [index, batch] of this.batches) {
       const adapter = this.#options.adapters[index];
@@ -411,5 +412,35 @@ export class RouteProcessor {
     }
     this.#runtime.onSettled();
     return error === undefined ? status : { status, reason: error.message.slice(0, 500) };
+  }
+}
+
+/** Subscribe attempts before a route gives up on a transient broker failure (about 6 s in all). */
+const SUBSCRIBE_ATTEMPTS = 6;
+const SUBSCRIBE_FIRST_DELAY_MS = 200;
+
+/**
+ * Subscribes, retrying a transient (retryable) provider failure with a doubling backoff: a broker
+ * connection that drops while an execution's routes subscribe should delay its start, not fail it.
+ */
+async function subscribeWithRetry(
+  subscribe: () => Promise<Subscription>,
+  context: { route: string; logger: ExecutionRuntime["logger"]; signal: AbortSignal },
+): Promise<Subscription> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await subscribe();
+    } catch (error) {
+      const retryable = isFactflowError(error) && error.retryable;
+      if (!retryable || attempt >= SUBSCRIBE_ATTEMPTS || context.signal.aborted) throw error;
+      const delayMs = SUBSCRIBE_FIRST_DELAY_MS * 2 ** (attempt - 1);
+      context.logger.warn("route could not subscribe; retrying", {
+        route: context.route,
+        attempt,
+        delayMs,
+        error: (error as Error).message,
+      });
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+    }
   }
 }

@@ -144,6 +144,7 @@ export async function openHarness(
     db?: LineageDatabase;
     maxConcurrent?: number;
     settledMemory?: number;
+    reconcileAfterMs?: number;
     /** Wraps the lineage store the engine sees (to observe calls). */
     wrapLineage?: (lineage: LineageProtocol) => LineageProtocol;
   } = {},
@@ -161,6 +162,7 @@ export async function openHarness(
     progressIntervalMs: 50,
     ...(options.maxConcurrent === undefined ? {} : { maxConcurrent: options.maxConcurrent }),
     ...(options.settledMemory === undefined ? {} : { settledMemory: options.settledMemory }),
+    ...(options.reconcileAfterMs === undefined ? {} : { reconcileAfterMs: options.reconcileAfterMs }),
   });
   const harness: Harness = {
     engine,

@@ -129,6 +129,16 @@ export async function executionsCommand(ctx: CliContext, args: readonly string[]
       );
       return 0;
     }
+    if (sub === "resume") {
+      // Here (in process, on the local data directory) or on --server: continue it, then follow it
+      // to its end. In process it lives as long as this command.
+      const resumed = await client.post<{ id: string; status: string }>(
+        `/api/v1/executions/${target}/resume`,
+      );
+      if (!ctx.flags.json) ctx.output.out(`resumed ${resumed.id}`);
+      const status = await watchExecution(ctx, client, target);
+      return status === "completed" ? 0 : 1;
+    }
     if (
       backend.runtime !== undefined &&
       (await client.get<Execution>(`/api/v1/executions/${target}`)).status === "running"
