@@ -33,6 +33,9 @@ import { Scheduler } from "./scheduler.js";
  * consumers and settlement of what handlers return. The journal makes each change durable in the
  * file mode; this class never touches the disk itself.
  */
+/** Longest stretch of dispatching without letting the event loop turn, in ms. */
+const SLICE_MS = 10;
+
 export class Broker {
   readonly queues = new Map<string, PhysicalQueue>();
   /** Topic name → subscription name → its physical queue. */
@@ -47,6 +50,9 @@ export class Broker {
   #consumers = 0;
   closed = false;
   readonly #pump = (queue: PhysicalQueue): void => this.pump(queue);
+  /** When the current stretch of work without an event-loop turn began (see `#mustYield`). */
+  #sliceStart = 0;
+  #sliceOpen = false;
 
   constructor(
     readonly config: EmbeddedConfig,
@@ -217,6 +223,19 @@ export class Broker {
       queue.pumpAgain = true;
       return;
     }
+    if (this.#mustYield()) {
+      // Handlers that settle synchronously and publish again keep the broker busy on promise
+      // continuations alone, which never let timers, I/O or other requests run: hand the next
+      // dispatch to the next turn of the event loop instead.
+      if (!queue.pumpDeferred) {
+        queue.pumpDeferred = true;
+        setImmediate(() => {
+          queue.pumpDeferred = false;
+          this.pump(queue);
+        });
+      }
+      return;
+    }
     queue.pumping = true;
     try {
       do {
@@ -244,6 +263,24 @@ export class Broker {
     } finally {
       queue.pumping = false;
     }
+  }
+
+  /**
+   * True once the broker has worked for `SLICE_MS` without the event loop turning. A slice opens at
+   * the first pump and closes when a `setImmediate` scheduled then gets to run: if it has not run
+   * after `SLICE_MS`, nothing but microtasks has run since.
+   */
+  #mustYield(): boolean {
+    const now = performance.now();
+    if (!this.#sliceOpen) {
+      this.#sliceOpen = true;
+      this.#sliceStart = now;
+      setImmediate(() => {
+        this.#sliceOpen = false;
+      });
+      return false;
+    }
+    return now - this.#sliceStart > SLICE_MS;
   }
 
   #dispatch(consumer: Consumer, message: StoredMessage, now: number): void {

@@ -24,6 +24,8 @@ export class PhysicalQueue {
   cursor = 0;
   pumping = false;
   pumpAgain = false;
+  /** A pump is scheduled for the next turn of the event loop (see `Broker.pump`). */
+  pumpDeferred = false;
 
   constructor(
     readonly key: string,
