@@ -78,7 +78,11 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}): Hono {
         }),
     ]);
     const ready = Object.values(checks).every((v) => v === "ok");
-    return c.json({ status: ready ? "ready" : "not_ready", checks }, ready ? 200 : 503);
+    if (!ready) return c.json({ status: "not_ready", checks }, 503);
+    // Ready, but say so when the provider worked around damage (e.g. unreadable journal records).
+    const problems = rt.provider.health?.().problems ?? [];
+    if (problems.length > 0) return c.json({ status: "degraded", checks, problems }, 200);
+    return c.json({ status: "ready", checks }, 200);
   });
   app.get("/metrics", (c) =>
     c.text(rt.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }),

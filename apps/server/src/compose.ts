@@ -214,6 +214,14 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
             samples: [{ value: lineage.queued }],
           },
           {
+            name: "factflow_provider_problems",
+            help: "Damage the provider found and worked around (e.g. unreadable journal records); see /readyz.",
+            type: "gauge",
+            samples: [
+              { labels: { provider: rawProvider.name }, value: rawProvider.health?.().problems.length ?? 0 },
+            ],
+          },
+          {
             name: "factflow_provider_messages_total",
             help: "Provider durability counters by event (published, confirmed, acked, retried, deadLettered, redelivered, superseded, lost).",
             type: "counter",

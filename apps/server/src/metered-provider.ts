@@ -36,6 +36,7 @@ export function meterProvider(
     close: () => provider.close(),
     publish: (destination, message) => provider.publish(destination, message),
     counters: () => provider.counters(),
+    health: () => provider.health?.() ?? { problems: [] },
     subscribe(destination: string, handler: MessageHandler, options: SubscribeOptions) {
       const maxAttempts = resolveRetryPolicy(options.retry).maxAttempts;
       const metered: MessageHandler = async (

@@ -92,7 +92,12 @@ export type {
   DurabilityCounters,
   QueueAdminProtocol,
 } from "./queue-admin.js";
-export type { PublishReceipt, QueueProtocol, QueueProviderFactory } from "./queue-protocol.js";
+export type {
+  ProviderHealth,
+  PublishReceipt,
+  QueueProtocol,
+  QueueProviderFactory,
+} from "./queue-protocol.js";
 export type { RetryPolicy } from "./retry-policy.js";
 export {
   DEFAULT_RETRY_POLICY,

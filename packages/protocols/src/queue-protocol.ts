@@ -33,6 +33,17 @@ export interface QueueProtocol {
   subscribe(destination: string, handler: MessageHandler, options: SubscribeOptions): Promise<Subscription>;
   /** A snapshot of the durability counters since connect. */
   counters(): DurabilityCounters;
+  /**
+   * Damage the provider found and worked around (e.g. unreadable journal records skipped on
+   * recovery): the server reports it as `degraded` in `/readyz`, a metric and the API. Optional.
+   */
+  health?(): ProviderHealth;
+}
+
+/** What `QueueProtocol.health` reports. */
+export interface ProviderHealth {
+  /** One sentence per problem, saying what happened and what was done about it; empty when healthy. */
+  readonly problems: readonly string[];
 }
 
 /** A factory the conformance suite and the server call to build a fresh, unconnected provider. */

@@ -23,6 +23,7 @@ export function systemRoutes(rt: FactflowRuntime): Hono {
       provider: rt.provider.name,
       capabilities: rt.provider.capabilities,
       executions_running: rt.engine.active(),
+      provider_problems: rt.provider.health?.().problems ?? [],
       settings: redactSettings(rt.settings),
     }),
   );

@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { mkdir, open, readFile, rm, truncate, unlink, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm, truncate, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Logger } from "@factflow/protocols";
 import { ProviderError } from "@factflow/protocols";
@@ -7,7 +7,7 @@ import { classifyError } from "./classify-error.js";
 import { PROVIDER_NAME } from "./errors.js";
 import type { StoredMessage } from "./message.js";
 import type { QueueDefinition } from "./queue-options.js";
-import { decodeMessage, LOG_MAGIC, scanLog } from "./record-codec.js";
+import { decodeMessage, frame, LOG_MAGIC, scanLog } from "./record-codec.js";
 
 export const LOG_FILE = "queue.log";
 const LOCK_FILE = "LOCK";
@@ -22,6 +22,16 @@ export interface CorruptTail {
   readonly movedTo: string;
 }
 
+/** Damage in the middle of the log, skipped on recovery (the records around it are kept). */
+export interface DamagedLog {
+  /** Damaged stretches, each followed by intact records. */
+  readonly ranges: number;
+  readonly bytes: number;
+  /** Where the damaged bytes were copied for inspection. */
+  readonly movedTo: string;
+  readonly problems: readonly string[];
+}
+
 /** The state rebuilt from the log. */
 export interface RecoveredState {
   readonly definitions: Map<string, QueueDefinition>;
@@ -32,6 +42,7 @@ export interface RecoveredState {
   readonly records: number;
   readonly logBytes: number;
   readonly corruptTail: CorruptTail | undefined;
+  readonly damaged: DamagedLog | undefined;
 }
 
 /** Data directories this process holds, so a second provider on the same one fails fast. */
@@ -135,9 +146,33 @@ export async function recoverLog(
         { ...corruptTail },
       );
     }
+    let damaged: DamagedLog | undefined;
+    if (scan.damaged.length > 0) {
+      // Keep the damaged bytes for inspection, then rewrite the log from its intact records so the
+      // damage is reported once, not at every start.
+      const movedTo = `${path}.damaged-${stamp()}`;
+      await writeFile(
+        movedTo,
+        Buffer.concat(scan.damaged.map((d) => data.subarray(d.offset, d.offset + d.bytes))),
+      );
+      const rewritten = Buffer.concat([LOG_MAGIC, ...scan.records.map((r) => frame(JSON.stringify(r)))]);
+      await writeFile(`${path}.compact`, rewritten);
+      await rename(`${path}.compact`, path);
+      validBytes = rewritten.length;
+      damaged = {
+        ranges: scan.damaged.length,
+        bytes: scan.damaged.reduce((n, d) => n + d.bytes, 0),
+        movedTo,
+        problems: [...new Set(scan.damaged.map((d) => d.problem))],
+      };
+      logger.error(
+        `[factflow/embedded] queue log ${path} was damaged in ${damaged.ranges} place(s) (${damaged.problems.join(", ")}); ${damaged.bytes} bytes could not be read and were copied to ${movedTo}. Every intact record around them was recovered; messages whose records were damaged are re-seeded from lineage when their executions resume.`,
+        { ...damaged, offsets: scan.damaged.map((d) => d.offset) },
+      );
+    }
     const handle = await open(path, "a");
     await handle.datasync();
-    return { state: replay(scan.records, validBytes, corruptTail), handle, path };
+    return { state: replay(scan.records, validBytes, corruptTail, damaged), handle, path };
   } catch (error) {
     throw classifyError(error, `recovering the queue log in ${dir}`);
   }
@@ -147,6 +182,7 @@ function replay(
   records: ReturnType<typeof scanLog>["records"],
   logBytes: number,
   corruptTail: CorruptTail | undefined,
+  damaged: DamagedLog | undefined,
 ): RecoveredState {
   const definitions = new Map<string, QueueDefinition>();
   const subscriptions = new Set<string>();
@@ -206,5 +242,6 @@ function replay(
     records: records.length,
     logBytes,
     corruptTail,
+    damaged,
   };
 }

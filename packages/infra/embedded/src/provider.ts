@@ -6,6 +6,7 @@ import {
   type OutboundMessage,
   type ProviderCapabilities,
   ProviderError,
+  type ProviderHealth,
   type PublishReceipt,
   type QueueProtocol,
   type Subscription,
@@ -24,7 +25,13 @@ import { type EmbeddedConfig, type EmbeddedConfigInput, parseEmbeddedConfig } fr
 import { invalidInput, PROVIDER_NAME } from "./errors.js";
 import { FileJournal } from "./file-journal.js";
 import { memoryJournal } from "./journal.js";
-import { acquireLock, type CorruptTail, type RecoveredState, recoverLog } from "./log-store.js";
+import {
+  acquireLock,
+  type CorruptTail,
+  type DamagedLog,
+  type RecoveredState,
+  recoverLog,
+} from "./log-store.js";
 import { prepareMessage } from "./message.js";
 import { parseKey, resolveTarget, validateSubscriptionName } from "./naming.js";
 import { parseDefinition, type QueueDefinition } from "./queue-options.js";
@@ -48,6 +55,9 @@ export interface EmbeddedStoreStats {
   /** Damaged tails found by `connect()` (0 or 1 per connect). */
   readonly corruptTails: number;
   readonly corruptTail?: CorruptTail;
+  /** Damaged stretches in the middle of the log skipped by `connect()` (their neighbours recovered). */
+  readonly damagedRanges: number;
+  readonly damaged?: DamagedLog;
 }
 
 /** The embedded provider: a `QueueProtocol` plus runtime queue definitions and store figures. */
@@ -250,8 +260,28 @@ export function createEmbeddedProvider(
         recoveredMessages: recovered?.messages.length ?? 0,
         recoveredRecords: recovered?.records ?? 0,
         corruptTails: recovered?.corruptTail === undefined ? 0 : 1,
+        damagedRanges: recovered?.damaged?.ranges ?? 0,
       };
-      return recovered?.corruptTail === undefined ? stats : { ...stats, corruptTail: recovered.corruptTail };
+      return {
+        ...stats,
+        ...(recovered?.corruptTail === undefined ? {} : { corruptTail: recovered.corruptTail }),
+        ...(recovered?.damaged === undefined ? {} : { damaged: recovered.damaged }),
+      };
+    },
+
+    health(): ProviderHealth {
+      const problems: string[] = [];
+      const tail = recovered?.corruptTail;
+      if (tail !== undefined)
+        problems.push(
+          `queue log had a damaged tail at byte ${tail.offset} (${tail.problem}); ${tail.bytes} bytes moved to ${tail.movedTo}`,
+        );
+      const damaged = recovered?.damaged;
+      if (damaged !== undefined)
+        problems.push(
+          `queue log was damaged in ${damaged.ranges} place(s) (${damaged.problems.join(", ")}); ${damaged.bytes} unreadable bytes copied to ${damaged.movedTo}, every intact record recovered`,
+        );
+      return { problems };
     },
   };
   return guardProvider(provider, { factory: "createEmbeddedProvider()", guarded: ["defineQueue"] });

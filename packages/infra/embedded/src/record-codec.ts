@@ -110,51 +110,93 @@ export function decodeMessage(r: Extract<LogRecord, { t: "p" }>): StoredMessage 
   };
 }
 
+/** A stretch of the log that held no valid record, skipped by resynchronising after it. */
+export interface DamagedRange {
+  readonly offset: number;
+  readonly bytes: number;
+  readonly problem: string;
+}
+
 /** Outcome of scanning a log buffer. */
 export interface ScanResult {
   readonly records: LogRecord[];
-  /** Byte offset where valid data ends (the file length when the whole log is intact). */
+  /** Byte offset where valid data ends (the file length when the log ends with an intact record). */
   readonly validBytes: number;
-  /** Why the bytes after `validBytes` were not accepted, when there are any. */
+  /** Why the bytes after `validBytes` were not accepted, when there are any (a torn or bad tail). */
   readonly problem?: string;
+  /** Damage in the middle of the log, each followed by valid records again. */
+  readonly damaged: readonly DamagedRange[];
 }
 
-/** Reads every intact record; stops at the first torn or corrupted one and says where and why. */
+type Attempt = { record: LogRecord; end: number } | { problem: string };
+
+/** The record at `offset`, or why there is none. */
+function readRecord(data: Buffer, offset: number): Attempt {
+  if (data.length - offset < RECORD_HEADER_BYTES) return { problem: "torn record header" };
+  const length = data.readUInt32LE(offset);
+  const expected = data.readUInt32LE(offset + 4);
+  if (length > MAX_RECORD_BYTES) return { problem: `implausible record length ${length}` };
+  const end = offset + RECORD_HEADER_BYTES + length;
+  if (end > data.length) return { problem: "torn record (shorter than its length)" };
+  const payload = data.subarray(offset + RECORD_HEADER_BYTES, end);
+  if (crc32(payload) !== expected) return { problem: "CRC mismatch" };
+  let record: LogRecord;
+  try {
+    record = JSON.parse(payload.toString("utf8")) as LogRecord;
+  } catch {
+    return { problem: "record is not valid JSON" };
+  }
+  if (typeof record !== "object" || record === null || typeof (record as { t?: unknown }).t !== "string") {
+    return { problem: "record has no type" };
+  }
+  return { record, end };
+}
+
+/**
+ * The next offset after `from` where an intact record starts, or undefined. Candidates are cheap to
+ * reject (a JSON object payload starts with `{` and ends with `}`) before the CRC is computed, so a
+ * damaged stretch is skipped in about linear time.
+ */
+function resync(data: Buffer, from: number): number | undefined {
+  for (let offset = from; offset + RECORD_HEADER_BYTES < data.length; offset++) {
+    const length = data.readUInt32LE(offset);
+    const end = offset + RECORD_HEADER_BYTES + length;
+    if (length < 2 || end > data.length) continue;
+    if (data[offset + RECORD_HEADER_BYTES] !== 0x7b || data[end - 1] !== 0x7d) continue;
+    if ("record" in readRecord(data, offset)) return offset;
+  }
+  return undefined;
+}
+
+/**
+ * Reads every intact record. A bad record in the middle (a flipped byte) costs only itself: the scan
+ * resynchronises at the next intact record and reports the damaged range. Damage with no intact
+ * record after it is a torn or bad tail, reported with the offset where valid data ends.
+ */
 export function scanLog(data: Buffer): ScanResult {
   const records: LogRecord[] = [];
+  const damaged: DamagedRange[] = [];
   if (data.length < LOG_MAGIC.length || !data.subarray(0, LOG_MAGIC.length).equals(LOG_MAGIC)) {
     return {
       records,
       validBytes: 0,
       problem:
         data.length < LOG_MAGIC.length ? "file shorter than its header" : "file does not start with FFQLOG1",
+      damaged,
     };
   }
   let offset = LOG_MAGIC.length;
   while (offset < data.length) {
-    if (data.length - offset < RECORD_HEADER_BYTES) {
-      return { records, validBytes: offset, problem: "torn record header" };
+    const attempt = readRecord(data, offset);
+    if ("record" in attempt) {
+      records.push(attempt.record);
+      offset = attempt.end;
+      continue;
     }
-    const length = data.readUInt32LE(offset);
-    const expected = data.readUInt32LE(offset + 4);
-    if (length > MAX_RECORD_BYTES)
-      return { records, validBytes: offset, problem: `implausible record length ${length}` };
-    const end = offset + RECORD_HEADER_BYTES + length;
-    if (end > data.length)
-      return { records, validBytes: offset, problem: "torn record (shorter than its length)" };
-    const payload = data.subarray(offset + RECORD_HEADER_BYTES, end);
-    if (crc32(payload) !== expected) return { records, validBytes: offset, problem: "CRC mismatch" };
-    let record: LogRecord;
-    try {
-      record = JSON.parse(payload.toString("utf8")) as LogRecord;
-    } catch {
-      return { records, validBytes: offset, problem: "record is not valid JSON" };
-    }
-    if (typeof record !== "object" || record === null || typeof (record as { t?: unknown }).t !== "string") {
-      return { records, validBytes: offset, problem: "record has no type" };
-    }
-    records.push(record);
-    offset = end;
+    const next = resync(data, offset + 1);
+    if (next === undefined) return { records, validBytes: offset, problem: attempt.problem, damaged };
+    damaged.push({ offset, bytes: next - offset, problem: attempt.problem });
+    offset = next;
   }
-  return { records, validBytes: offset };
+  return { records, validBytes: offset, damaged };
 }

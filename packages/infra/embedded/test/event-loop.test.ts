@@ -21,7 +21,7 @@ describe("a saturated in-memory relay", () => {
         hops++;
         if (hops === HOPS) done();
         if (hops < HOPS) await provider.publish("/queue/relay", { body: delivery.message.body });
-        return "ACKNOWLEDGED";
+        return "ACKNOWLEDGED" as const;
       },
       { subscription: "relay", concurrency: 8, prefetch: 16 },
     );

@@ -173,6 +173,42 @@ describe("file mode", () => {
     expect(second.storeStats().recoveredMessages).toBe(3);
   });
 
+  it("loses only the damaged record to a flipped byte in the middle, reports it, and rewrites the log", async () => {
+    const first = await start();
+    for (let i = 0; i < 50; i++) await first.publish("/queue/m", { body: { i, text: `message-${i}` } });
+    await stop(first);
+    const log = join(dir.path, "queue.log");
+    const data = await readFile(log);
+    const at = data.indexOf("message-20") + 3;
+    data[at] = (data[at] ?? 0) ^ 0xff;
+    await writeFile(log, data);
+    const logger = recordingLogger();
+    const second = await start({}, logger);
+    const stats = second.storeStats();
+    expect(stats.corruptTails, "not a tail: records after the damage are read").toBe(0);
+    expect(stats.damagedRanges).toBe(1);
+    expect(stats.recoveredMessages).toBe(49);
+    expect(stats.damaged?.problems).toEqual(["CRC mismatch"]);
+    expect(second.health?.().problems[0]).toMatch(/damaged in 1 place/);
+    expect(logger.lines.some((l) => l.level === "error" && /damaged in 1 place/.test(l.message))).toBe(true);
+    const bodies: number[] = [];
+    await second.subscribe(
+      "/queue/m",
+      (d) => {
+        bodies.push((d.message.body as { i: number }).i);
+        return "ACKNOWLEDGED";
+      },
+      { subscription: "check", concurrency: 1 },
+    );
+    await waitFor(() => bodies.length === 49, "49 deliveries", 10_000);
+    expect(bodies).toEqual(Array.from({ length: 50 }, (_, i) => i).filter((i) => i !== 20));
+    await stop(second);
+    // The log was rewritten without the damage: the next start finds none.
+    const third = await start();
+    expect(third.storeStats()).toMatchObject({ damagedRanges: 0, corruptTails: 0 });
+    expect(third.health?.().problems).toEqual([]);
+  });
+
   it("compacts the log so it stays bounded while messages flow, and recovers the live set from it", async () => {
     const p = await start({ compactAfterBytes: 16_384, groupCommitMs: 1 });
     await p.subscribe("/queue/flow", () => "ACKNOWLEDGED", { subscription: "s", concurrency: 8 });
