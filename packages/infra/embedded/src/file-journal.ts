@@ -50,6 +50,9 @@ async function syncDirectory(path: string): Promise<void> {
  * publishes resolved. While one batch is being synced the next one gathers, so the disk is never idle
  * under load and no single publish pays for more than about two syncs.
  */
+/** Logs smaller than this are never compacted early: replaying them costs next to nothing. */
+const MIN_COMPACT_BYTES = 1024 * 1024;
+
 export class FileJournal implements Journal {
   readonly durable = true;
   readonly stats: JournalStats;
@@ -126,6 +129,15 @@ export class FileJournal implements Journal {
     while (this.#pending.length > 0 || this.#flushing !== undefined) {
       if (this.#failed !== undefined) break;
       await (this.#flushing ?? this.#startFlush());
+    }
+    // Leave a short log behind, so the next start does not replay what is long dead.
+    if (this.#failed === undefined && this.#shouldCompact(true)) {
+      await this.#compact().catch((error: unknown) =>
+        this.logger.warn("[factflow/embedded] log compaction at close failed; the log stays as it is", {
+          path: this.path,
+          error: classifyError(error, "compacting the queue log").message,
+        }),
+      );
     }
     await this.handle.close().catch(() => undefined);
   }
@@ -216,10 +228,20 @@ export class FileJournal implements Journal {
     }
   }
 
-  #shouldCompact(): boolean {
-    if (this.#closed || this.stats.logBytes <= this.config.compactAfterBytes) return false;
+  /**
+   * Past `compactAfterBytes`, compact when at least half the log is dead. Below it, compact a log of
+   * at least 1 MiB once it is almost all dead (16 times its live set): after an execution ends its
+   * acknowledged messages are pure dead weight, and waiting for the big threshold kept tens of MB to
+   * be replayed at every start for one live message.
+   */
+  #shouldCompact(closing = false): boolean {
+    if (this.#closed && !closing) return false;
+    const { logBytes } = this.stats;
+    const big = logBytes > this.config.compactAfterBytes;
+    if (!big && logBytes <= MIN_COMPACT_BYTES) return false;
     const { liveBytes, liveCount } = this.snapshot();
-    return this.stats.logBytes > 2 * (liveBytes + liveCount * 256);
+    const live = liveBytes + liveCount * 256;
+    return big ? logBytes > 2 * live : logBytes > 16 * live;
   }
 
   /**

@@ -209,6 +209,38 @@ describe("file mode", () => {
     expect(third.health?.().problems).toEqual([]);
   });
 
+  it("reclaims a log that is almost all dead (an ended execution) well below compactAfterBytes", async () => {
+    const first = await start();
+    const pad = "x".repeat(200);
+    // In batches, so group commit writes them with few syncs.
+    for (let batch = 0; batch < 10; batch++) {
+      await Promise.all(
+        Array.from({ length: 1000 }, (_, j) =>
+          first.publish("/queue/done", { body: { i: batch * 1000 + j, pad } }),
+        ),
+      );
+    }
+    await first.publish("/queue/kept", { body: { kept: true } });
+    let handled = 0;
+    const sub = await first.subscribe(
+      "/queue/done",
+      () => {
+        handled++;
+        return "ACKNOWLEDGED";
+      },
+      { subscription: "drain", concurrency: 16, prefetch: 64 },
+    );
+    await waitFor(() => handled === 10_000, "10,000 acknowledgements", 60_000);
+    await sub.unsubscribe();
+    await stop(first);
+    const size = (await stat(join(dir.path, "queue.log"))).size;
+    // One live message of ~100 bytes left: the log shrank from megabytes to about that.
+    expect(size).toBeLessThan(64 * 1024);
+    const second = await start();
+    expect(second.storeStats()).toMatchObject({ recoveredMessages: 1 });
+    expect((await second.admin.stats({ destination: "/queue/kept" })).depth).toBe(1);
+  }, 120_000);
+
   it("compacts the log so it stays bounded while messages flow, and recovers the live set from it", async () => {
     const p = await start({ compactAfterBytes: 16_384, groupCommitMs: 1 });
     await p.subscribe("/queue/flow", () => "ACKNOWLEDGED", { subscription: "s", concurrency: 8 });
