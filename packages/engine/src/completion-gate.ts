@@ -29,13 +29,16 @@ export class CompletionGate {
   #running = false;
   #again = false;
   #closed = false;
+  #started = false;
   #poll: NodeJS.Timeout | undefined;
 
   constructor(options: CompletionGateOptions) {
     this.#options = options;
   }
 
+  /** Starts checking. Until then nothing can complete: the seed is still being published. */
   start(): void {
+    this.#started = true;
     this.#poll = setInterval(() => this.trigger(), this.#options.pollMs ?? 250);
     this.#poll.unref();
     this.trigger();
@@ -54,7 +57,7 @@ export class CompletionGate {
 
   /** Something finished; check soon if everything looks idle. */
   trigger(): void {
-    if (this.#closed || !this.#activeIdle()) return;
+    if (!this.#started || this.#closed || !this.#activeIdle()) return;
     if (this.#running) {
       this.#again = true;
       return;

@@ -206,7 +206,7 @@ export class PipelineOrchestrator {
       });
       // Every route subscribed before anything is published: nothing is sent to a queue nobody reads.
       for (const processor of this.processors) await processor.start();
-      await this.#publishSeed(queue, routeOfQueue);
+      await this.#publishSeed(queue, routeOfQueue, runtime);
     } catch (error) {
       await this.#end("failed", (error as Error).message);
       throw error;
@@ -236,11 +236,20 @@ export class PipelineOrchestrator {
     return Object.fromEntries(this.processors.map((p) => [p.name, { ...p.counters }]));
   }
 
-  async #publishSeed(queue: ExecutionScopedQueue, routeOfQueue: Map<string, string>): Promise<void> {
+  async #publishSeed(
+    queue: ExecutionScopedQueue,
+    routeOfQueue: Map<string, string>,
+    runtime: ExecutionRuntime,
+  ): Promise<void> {
     const { config, seed, lineage, executionId } = this.#options;
     if (seed.kind === "none") return;
-    if (seed.kind === "reseed")
-      return publishReseed(queue, config, seed.messages, this.#options.logger.child({ executionId }));
+    if (seed.kind === "reseed") {
+      const deliveries = runtime.deliveries;
+      return publishReseed(queue, config, seed.messages, this.#options.logger.child({ executionId }), {
+        settled: (id) => deliveries.settled(id) !== undefined,
+        signal: this.#abort.signal,
+      });
+    }
     const route = seed.kind === "init" ? config.init.route : seed.route;
     const routeConfig = config.routes[route];
     if (routeConfig === undefined) {

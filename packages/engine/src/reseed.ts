@@ -72,8 +72,25 @@ export async function publishReseed(
   config: PipelineConfig,
   messages: readonly ReseedMessage[],
   logger: Logger,
+  options: {
+    /** True for a message this process has settled meanwhile (its original was still queued). */
+    readonly settled?: (id: string) => boolean;
+    /** The execution is ending: publish nothing more into its queues. */
+    readonly signal?: AbortSignal;
+  } = {},
 ): Promise<void> {
+  let skipped = 0;
   for (const m of messages) {
+    if (options.signal?.aborted) {
+      logger.info("execution ending; re-seeding stopped", {
+        remaining: messages.length - messages.indexOf(m),
+      });
+      return;
+    }
+    if (options.settled?.(m.id) === true) {
+      skipped++;
+      continue;
+    }
     const route = config.routes[m.route];
     if (route === undefined) {
       logger.warn("open message row names a route missing from the snapshot; not re-published", {
@@ -89,4 +106,5 @@ export async function publishReseed(
       headers: { [RESEED_HEADER]: "1" },
     });
   }
+  if (skipped > 0) logger.info("re-seeding skipped messages settled meanwhile", { skipped });
 }
