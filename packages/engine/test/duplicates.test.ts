@@ -3,7 +3,7 @@ import { ProviderError, type QueueProtocol } from "@factflow/protocols";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DeliveryLedger } from "../src/delivery-ledger.js";
 import { childMessageId } from "../src/ids.js";
-import { type Harness, openHarness, seen } from "./harness.js";
+import { forwarding, type Harness, openHarness, seen } from "./harness.js";
 
 const ITEMS = 10;
 const PARTS = 3;
@@ -42,13 +42,7 @@ interface Tap {
 }
 
 function tapped(inner: QueueProtocol, tap: Tap): QueueProtocol {
-  return {
-    name: inner.name,
-    capabilities: inner.capabilities,
-    admin: inner.admin,
-    connect: () => inner.connect(),
-    close: () => inner.close(),
-    counters: () => inner.counters(),
+  return forwarding(inner, {
     // A late copy is handed to the engine flagged the way a broker flags a redelivery.
     subscribe: (destination, handler, options) =>
       inner.subscribe(
@@ -78,7 +72,7 @@ function tapped(inner: QueueProtocol, tap: Tap): QueueProtocol {
       }
       return result;
     },
-  };
+  });
 }
 
 describe("duplicate deliveries", () => {

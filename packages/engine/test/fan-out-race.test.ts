@@ -1,7 +1,7 @@
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
 import type { QueueProtocol } from "@factflow/protocols";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Harness, openHarness, seen } from "./harness.js";
+import { forwarding, type Harness, openHarness, seen } from "./harness.js";
 
 const CHILDREN = 25;
 
@@ -10,14 +10,7 @@ function slowLeafPublishes(
   inner: QueueProtocol,
   onLeafPublish: (destination: string) => Promise<void>,
 ): QueueProtocol {
-  return {
-    name: inner.name,
-    capabilities: inner.capabilities,
-    admin: inner.admin,
-    connect: () => inner.connect(),
-    close: () => inner.close(),
-    counters: () => inner.counters(),
-    subscribe: (destination, handler, options) => inner.subscribe(destination, handler, options),
+  return forwarding(inner, {
     async publish(destination, message) {
       if (destination.endsWith("/leaf.in")) {
         await onLeafPublish(destination);
@@ -25,7 +18,7 @@ function slowLeafPublishes(
       }
       return inner.publish(destination, message);
     },
-  };
+  });
 }
 
 describe("fan-out and the completion gate", () => {

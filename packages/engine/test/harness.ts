@@ -137,6 +137,27 @@ export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), "factflow-engine-"));
 }
 
+/**
+ * A provider that forwards every call to `inner`, except the ones `overrides` replaces: how tests put
+ * a fault or a tap in front of a real provider.
+ */
+export function forwarding(
+  inner: QueueProtocol,
+  overrides: Partial<Pick<QueueProtocol, "publish" | "subscribe">>,
+): QueueProtocol {
+  return {
+    name: inner.name,
+    capabilities: inner.capabilities,
+    admin: inner.admin,
+    connect: () => inner.connect(),
+    close: () => inner.close(),
+    counters: () => inner.counters(),
+    publish: (destination, message) => inner.publish(destination, message),
+    subscribe: (destination, handler, options) => inner.subscribe(destination, handler, options),
+    ...overrides,
+  };
+}
+
 /** An engine on the real embedded provider (memory mode by default) and a PGlite lineage store. */
 export async function openHarness(
   options: {

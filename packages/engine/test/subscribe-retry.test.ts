@@ -1,18 +1,11 @@
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
 import { ProviderError, type QueueProtocol } from "@factflow/protocols";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Harness, openHarness } from "./harness.js";
+import { forwarding, type Harness, openHarness } from "./harness.js";
 
 /** The real embedded provider whose `subscribe` fails the next `failures` calls with `error`. */
 function flaky(inner: QueueProtocol, plan: { failures: number; error: () => Error }): QueueProtocol {
-  return {
-    name: inner.name,
-    capabilities: inner.capabilities,
-    admin: inner.admin,
-    connect: () => inner.connect(),
-    close: () => inner.close(),
-    counters: () => inner.counters(),
-    publish: (destination, message) => inner.publish(destination, message),
+  return forwarding(inner, {
     async subscribe(destination, handler, options) {
       if (plan.failures > 0) {
         plan.failures--;
@@ -20,7 +13,7 @@ function flaky(inner: QueueProtocol, plan: { failures: number; error: () => Erro
       }
       return inner.subscribe(destination, handler, options);
     },
-  };
+  });
 }
 
 const PIPELINE = `
