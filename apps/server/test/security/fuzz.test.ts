@@ -43,6 +43,8 @@ describe("every route answers hostile input with a 4xx (a 500 is always a bug)",
     }
     const before = await snapshot();
     const cases = await fuzzRoutes(server.base);
+    const statuses = [...new Set(cases.map((c) => c.status))].sort().join(", ");
+    console.log(`[factflow/server] fuzzed ${cases.length} hostile requests; statuses seen: ${statuses}`);
     expect(cases.length).toBeGreaterThan(500);
     const faults = cases.filter(
       (c) => c.status >= 500 && !(c.status === 503 && MAY_BE_503.has(c.path.split("?")[0] ?? "")),
