@@ -109,7 +109,7 @@ export async function runChain(
           if (result.data === null) {
             // Kept in the batch: the delivery stays unsettled until the batch is emitted.
             finish(runtime, rowId, "completed", result);
-            const { entry, fate } = batch.hold(rowId);
+            const { entry, fate } = batch.hold(rowId, run.envelope.id);
             return { kind: "held", adapterIndex: index, entry, batch, fate };
           }
           run.followers.push(...batch.take());

@@ -13,6 +13,12 @@ export interface CompletionGateOptions {
   readonly pollMs?: number;
   /** Closes rows whose closing write was lost, once idle with open rows long enough. */
   readonly reconciler?: LineageReconciler;
+  /**
+   * True when the broker holds nothing for the execution. Checked last: copies that carry no open
+   * row (re-seeded copies behind their originals, a parent's duplicate publish) must be consumed
+   * before the execution ends, or they would be left in its queues.
+   */
+  readonly queuesDrained?: () => Promise<boolean>;
 }
 
 /**
@@ -98,6 +104,8 @@ export class CompletionGate {
       // follow that return. One turn of the event loop lets them run, so no subscription stops
       // under an acknowledgement still on its way (the message would be handed back).
       await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.#closed || epoch !== this.#epoch || !this.#activeIdle()) return;
+      if (this.#options.queuesDrained !== undefined && !(await this.#options.queuesDrained())) return;
       if (this.#closed || epoch !== this.#epoch || !this.#activeIdle()) return;
       this.close();
       this.#options.onComplete();

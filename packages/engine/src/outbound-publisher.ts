@@ -18,6 +18,12 @@ export interface OutboundBatch {
   readonly lastRowId: string | undefined;
   /** Fan-out messages collected along the chain. */
   readonly emitted: readonly PendingEmit[];
+  /**
+   * The messages a stateful adapter emitted together with this one (its batch), when there are any.
+   * Output ids then derive from every member: after a restart the same message may complete a batch
+   * with other members, and that batch must not take the ids of the one it completed before.
+   */
+  readonly batchMembers?: readonly string[];
   readonly watermark: Watermark;
   readonly maxFanoutPending: number;
 }
@@ -63,10 +69,14 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
   const ledger = runtime.deliveries;
   const rows: ReturnType<typeof messageRow>[] = [];
   const sends: Target[] = [];
+  const parentKey =
+    batch.batchMembers === undefined || batch.batchMembers.length === 0
+      ? batch.envelope.id
+      : [batch.envelope.id, ...batch.batchMembers].sort().join("+");
   targets.forEach((t, index) => {
-    // Same parent, route, queue and position → same id: a re-run of this delivery republishes the
-    // very messages (and lineage rows) of its first run, never a second generation.
-    const messageId = childMessageId(batch.envelope.id, batch.route, t.queue, index);
+    // Same parent (or batch members), route, queue and position → same id: a re-run of this delivery
+    // republishes the very messages (and lineage rows) of its first run, never a second generation.
+    const messageId = childMessageId(parentKey, batch.route, t.queue, index);
     // A child already handled here (or being handled) needs no second copy: republishing it would
     // only make a duplicate, and re-registering its row could queue `pending` over its settlement.
     if (ledger.settled(messageId) !== undefined || ledger.isRunning(messageId)) return;

@@ -9,6 +9,7 @@ import {
   type Logger,
   type PipelineConfig,
   PipelineError,
+  ProviderError,
   type QueueProtocol,
   type RecordedInput,
   type RetryConfig,
@@ -185,6 +186,8 @@ export class PipelineOrchestrator {
         );
       }
       const routeSpecs = Object.values(config.routes);
+      const destinations = routeSpecs.map((r) => queue.scope(`/queue/${r.inbound.queue}`));
+      const admin = this.#options.queue.admin;
       const longestDelay = Math.max(
         ...routeSpecs.map((r) => toRetryPolicy(r.retry ?? config.settings.retry).maxDelayMs),
       );
@@ -194,12 +197,24 @@ export class PipelineOrchestrator {
         lineage: this.#options.lineage,
         logger,
         onComplete: () => void this.#end("completed"),
+        queuesDrained: async () => {
+          for (const destination of destinations) {
+            try {
+              const stats = await admin.stats({ destination });
+              if (stats.depth + stats.inFlight > 0) return false;
+            } catch (error) {
+              // A queue that does not exist holds nothing.
+              if (!(error instanceof ProviderError && error.reason === "not-found")) throw error;
+            }
+          }
+          return true;
+        },
         reconciler: new LineageReconciler({
           executionId,
           lineage: this.#options.lineage,
           deliveries: runtime.deliveries,
           queue: this.#options.queue,
-          destinations: routeSpecs.map((r) => queue.scope(`/queue/${r.inbound.queue}`)),
+          destinations,
           afterMs: this.#options.reconcileAfterMs ?? Math.max(30_000, 2 * longestDelay),
           logger,
         }),

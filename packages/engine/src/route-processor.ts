@@ -363,6 +363,7 @@ export class RouteProcessor {
           emitted: run.emitted,
           watermark: this.#watermark,
           maxFanoutPending: this.#options.maxFanoutPending,
+          ...(run.followers.length === 0 ? {} : { batchMembers: run.followers.map((f) => f.messageId) }),
         });
       } catch (publishError) {
         if (run.signal.aborted) throw publishError;

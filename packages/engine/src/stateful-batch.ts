@@ -16,6 +16,8 @@ export type BatchFate =
 export interface HeldDelivery {
   /** The adapter lineage row of the invocation that added it to the batch. */
   readonly rowId: string;
+  /** The id of the held message: a batch's output ids derive from its members' ids. */
+  readonly messageId: string;
   resolve(fate: BatchFate): void;
 }
 
@@ -33,12 +35,12 @@ export class BatchState {
     return this.#held.length;
   }
 
-  hold(rowId: string): { entry: HeldDelivery; fate: Promise<BatchFate> } {
+  hold(rowId: string, messageId: string): { entry: HeldDelivery; fate: Promise<BatchFate> } {
     let resolve!: (fate: BatchFate) => void;
     const fate = new Promise<BatchFate>((r) => {
       resolve = r;
     });
-    const entry: HeldDelivery = { rowId, resolve };
+    const entry: HeldDelivery = { rowId, messageId, resolve };
     this.#held.push(entry);
     return { entry, fate };
   }

@@ -41,7 +41,15 @@ describe("MessageStatus", () => {
 describe("QueueProtocol", () => {
   it("has no manual ack or nack", () => {
     expectTypeOf<keyof QueueProtocol>().toEqualTypeOf<
-      "name" | "capabilities" | "admin" | "connect" | "close" | "publish" | "subscribe" | "counters"
+      | "name"
+      | "capabilities"
+      | "admin"
+      | "connect"
+      | "close"
+      | "publish"
+      | "subscribe"
+      | "counters"
+      | "health"
     >();
   });
 });
