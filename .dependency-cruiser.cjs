@@ -102,7 +102,9 @@ module.exports = {
       comment: "A third-party import that the importing package does not list in its package.json.",
       severity: "error",
       from: { path: `^(${PACKAGE_DIR})/src/` },
-      to: { dependencyTypes: ["npm-no-pkg", "npm-unknown"] },
+      // dependency-cruiser also reports a `peerDependenciesMeta` entry as npm-no-pkg: an optional
+      // peer (listed in peerDependencies too) is listed.
+      to: { dependencyTypes: ["npm-no-pkg", "npm-unknown"], dependencyTypesNot: ["npm-peer"] },
     },
     {
       name: "no-dev-dependency-in-src",
@@ -239,11 +241,11 @@ module.exports = {
     {
       name: "engine-third-party",
       comment:
-        "packages/engine may import only valibot, yaml, js-yaml and node builtins (no kysely, no broker " +
-        "clients).",
+        "packages/engine may import only valibot, yaml, js-yaml, uuid and node builtins (no kysely, no " +
+        "broker clients).",
       severity: "error",
       from: { path: "^packages/engine/src/" },
-      to: { ...THIRD_PARTY, pathNot: `${THIRD_PARTY.pathNot}|${npm("valibot|yaml|js-yaml")}` },
+      to: { ...THIRD_PARTY, pathNot: `${THIRD_PARTY.pathNot}|${npm("valibot|yaml|js-yaml|uuid")}` },
     },
 
     // ---- lineage, storage, adapters: protocols (+ their own libraries) -------------------------

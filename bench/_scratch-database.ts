@@ -3,7 +3,7 @@
  * maintenance database of `DATABASE_URL` under a random `factflow_bench_*` name, dropped by `drop`.
  */
 import { randomBytes } from "node:crypto";
-import postgres from "postgres";
+import { Client } from "pg";
 
 export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
@@ -24,11 +24,13 @@ export function withDatabase(url: string, database: string): string {
 /** Creates an empty database; throws a message saying how to fix it when PostgreSQL refuses. */
 export async function createScratchDatabase(): Promise<ScratchDatabase> {
   const name = `factflow_bench_${randomBytes(4).toString("hex")}`;
-  const admin = postgres(withDatabase(DATABASE_URL, "postgres"), { max: 1, onnotice: () => {} });
+  const admin = new Client({ connectionString: withDatabase(DATABASE_URL, "postgres") });
+  admin.on("error", () => {});
   try {
-    await admin.unsafe(`CREATE DATABASE "${name}"`);
+    await admin.connect();
+    await admin.query(`CREATE DATABASE "${name}"`);
   } catch (error) {
-    await admin.end();
+    await admin.end().catch(() => {});
     throw new Error(
       `[factflow/bench] cannot create the database "${name}" through DATABASE_URL's "postgres" database: ${(error as Error).message}. Start PostgreSQL or set DATABASE_URL to a user that may CREATE DATABASE.`,
     );
@@ -39,8 +41,8 @@ export async function createScratchDatabase(): Promise<ScratchDatabase> {
     url: withDatabase(DATABASE_URL, name),
     drop() {
       dropped ??= (async () => {
-        await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => {});
-        await admin.end();
+        await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => {});
+        await admin.end().catch(() => {});
       })();
       return dropped;
     },

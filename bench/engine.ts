@@ -8,6 +8,8 @@
  *
  * - `strict`: the engine with `strictLineage: true` (one durable lineage commit before every
  *   publish, as multi-process deployments need).
+ * - `postgres`: the `engine` mode with lineage in PostgreSQL (a scratch database of `DATABASE_URL`,
+ *   dropped at the end), printed as a second line `{"bench":"engine","lineage":"postgres",…}`.
  *
  * The three modes run `rounds` times (default 2), alternating; each mode's best run is reported,
  * with the CPU time the process spent on it (PGlite runs on the same thread, so on a shared
@@ -25,6 +27,7 @@ import { createEngine, type ExecutionEvent, loadPipelineConfig } from "@factflow
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
 import { openLineageDatabase } from "@factflow/lineage";
 import { type ArtefactSidecar, MessageStatus, type StorageProtocol } from "@factflow/protocols";
+import { createScratchDatabase } from "./_scratch-database.js";
 
 const WORK_CONCURRENCY = 8;
 const WORK_PREFETCH = 32;
@@ -90,9 +93,11 @@ async function baseline(n: number): Promise<{ msgsPerSec: number; ms: number; cp
   return { msgsPerSec: Math.round(n / (ms / 1000)), ms: Math.round(ms), cpuMs };
 }
 
-async function engineRun(n: number, strictLineage = false) {
+async function engineRun(n: number, strictLineage = false, databaseUrl?: string) {
   const dir = mkdtempSync(join(tmpdir(), "factflow-bench-engine-"));
-  const db = await openLineageDatabase({ dataDir: join(dir, "db") });
+  const db = await openLineageDatabase(
+    databaseUrl === undefined ? { dataDir: join(dir, "db") } : { databaseUrl },
+  );
   const queue = createEmbeddedProvider({ mode: "memory" });
   await queue.connect();
   const engine = createEngine({
@@ -171,11 +176,18 @@ export async function run(args: string[]): Promise<void> {
   const bases: Awaited<ReturnType<typeof baseline>>[] = [];
   const engines: Awaited<ReturnType<typeof engineRun>>[] = [];
   const stricts: Awaited<ReturnType<typeof engineRun>>[] = [];
-  for (let i = 0; i < rounds; i++) {
-    bases.push(await baseline(n));
-    engines.push(await engineRun(n));
-    // Strict lineage: every publish registered durably first, as multi-process deployments need.
-    stricts.push(await engineRun(n, true));
+  const postgresRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
+  const scratch = await createScratchDatabase();
+  try {
+    for (let i = 0; i < rounds; i++) {
+      bases.push(await baseline(n));
+      engines.push(await engineRun(n));
+      // Strict lineage: every publish registered durably first, as multi-process deployments need.
+      stricts.push(await engineRun(n, true));
+      postgresRuns.push(await engineRun(n, false, scratch.url));
+    }
+  } finally {
+    await scratch.drop();
   }
   const best = <T extends { msgsPerSec: number }>(runs: T[]) =>
     runs.reduce((a, b) => (b.msgsPerSec > a.msgsPerSec ? b : a));
@@ -208,6 +220,29 @@ export async function run(args: string[]): Promise<void> {
       lineageWrites: eng.lineageWrites,
       strictLineageWrites: strict.lineageWrites,
       lineageLost: eng.lineageLost + strict.lineageLost,
+      loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
+    }),
+  );
+  const pg = best(postgresRuns);
+  console.log(
+    JSON.stringify({
+      bench: "engine",
+      n,
+      rounds,
+      provider: "embedded-memory",
+      lineage: "postgres",
+      baselineMsgsPerSec: base.msgsPerSec,
+      engineMsgsPerSec: pg.msgsPerSec,
+      engineMs: pg.ms,
+      engineCpuMs: pg.cpuMs,
+      ratio: Math.round((pg.msgsPerSec / base.msgsPerSec) * 1000) / 1000,
+      aim: 0.25,
+      completionDelayMs: pg.completionDelayMs,
+      gateDelayMs: pg.gateDelayMs,
+      completionDelayMsAllRounds: postgresRuns.map((e) => e.completionDelayMs),
+      lineageRows: pg.lineageRows,
+      lineageWrites: pg.lineageWrites,
+      lineageLost: postgresRuns.reduce((sum, e) => sum + e.lineageLost, 0),
       loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
     }),
   );

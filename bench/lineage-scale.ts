@@ -31,9 +31,8 @@ import {
   uuidv7,
 } from "@factflow/lineage";
 import { type LineageProtocol, type LineageRow, silentLogger } from "@factflow/protocols";
-import { type CompiledQuery, Kysely } from "kysely";
-import { PostgresJSDialect } from "kysely-postgres-js";
-import postgres from "postgres";
+import { type CompiledQuery, Kysely, PostgresDialect } from "kysely";
+import { Pool } from "pg";
 import { createScratchDatabase } from "./_scratch-database.js";
 import { percentile } from "./_stats.js";
 
@@ -138,11 +137,11 @@ select md5('exec-' || e)::uuid, 'bench', 1, 'completed', '{}'::jsonb, timestampt
   timestamptz '2024-01-01' + e * interval '10 seconds' + interval '10 seconds'
 from generate_series($1::bigint, $2::bigint) e on conflict (id) do nothing`;
 
-async function fill(raw: postgres.Sql, from: number, to: number, progress: boolean): Promise<void> {
+async function fill(raw: Pool, from: number, to: number, progress: boolean): Promise<void> {
   for (let start = from; start < to; start += FILL_CHUNK) {
     const end = Math.min(to, start + FILL_CHUNK);
-    await raw.unsafe(FILL_EXECUTIONS_SQL, [Math.floor(start / 1000), Math.floor((end - 1) / 1000)]);
-    await raw.unsafe(FILL_SQL, [start, end]);
+    await raw.query(FILL_EXECUTIONS_SQL, [Math.floor(start / 1000), Math.floor((end - 1) / 1000)]);
+    await raw.query(FILL_SQL, [start, end]);
     if (progress) console.error(`[factflow/bench] lineage-scale: filled ${end + TARGET_ROWS} rows`);
   }
 }
@@ -165,11 +164,11 @@ function planSummary(node: PlanNode, into = { indexes: new Set<string>(), seqSca
 type Calls = Record<string, (lineage: LineageProtocol) => Promise<unknown>>;
 
 /** EXPLAINs what each call sends (all its statements) through a recording store. */
-async function explainCalls(url: string, raw: postgres.Sql, calls: Calls) {
+async function explainCalls(url: string, raw: Pool, calls: Calls) {
   const seen: CompiledQuery[] = [];
   // A store whose Kysely log records every statement it sends, so the very same SQL is EXPLAINed.
   const db = new Kysely<LineageDatabaseSchema>({
-    dialect: new PostgresJSDialect({ postgres: postgres(url, { max: 1, onnotice: () => {} }) }),
+    dialect: new PostgresDialect({ pool: new Pool({ connectionString: url, max: 1 }) }),
     log(event) {
       if (event.level === "query") seen.push(event.query);
     },
@@ -182,9 +181,9 @@ async function explainCalls(url: string, raw: postgres.Sql, calls: Calls) {
       await call(store);
       const summary = { indexes: new Set<string>(), seqScan: false };
       for (const query of [...seen]) {
-        const [row] = await raw.unsafe(`explain (format json) ${query.sql}`, [
-          ...query.parameters,
-        ] as never[]);
+        const {
+          rows: [row],
+        } = await raw.query(`explain (format json) ${query.sql}`, [...query.parameters]);
         const plan = (row?.["QUERY PLAN"] as { Plan: PlanNode }[] | undefined)?.[0]?.Plan;
         if (plan === undefined) throw new Error(`[factflow/bench] no plan for ${name}: ${query.sql}`);
         planSummary(plan, summary);
@@ -250,12 +249,16 @@ export async function run(args: string[]): Promise<void> {
   const scratch = await createScratchDatabase();
   const url = scratch.url;
   let db: LineageDatabase | undefined;
-  const raw = postgres(url, { max: 2, onnotice: () => {} });
+  const raw = new Pool({ connectionString: url, max: 2 });
+  raw.on("error", () => {});
   try {
     db = await openLineageDatabase({ databaseUrl: url });
     const executionId = uuidv7();
-    await raw`insert into pipeline_executions (id, config_name, config_version, status, config_snapshot)
-      values (${executionId}, 'bench-target', 1, 'running', '{}'::jsonb)`;
+    await raw.query(
+      `insert into pipeline_executions (id, config_name, config_version, status, config_snapshot)
+        values ($1, 'bench-target', 1, 'running', '{}'::jsonb)`,
+      [executionId],
+    );
     const target = targetRows(executionId);
     for (const row of target) db.lineage.record(row);
     await db.lineage.flush();
@@ -268,7 +271,7 @@ export async function run(args: string[]): Promise<void> {
     };
 
     await fill(raw, 0, SMALL_FILL, false);
-    await raw`analyze`;
+    await raw.query("analyze");
     await checkTarget(db.lineage, executionId, child);
     const before = await timeCalls(db.lineage, calls, rounds);
     const smallPlans = await explainCalls(url, raw, calls);
@@ -277,10 +280,13 @@ export async function run(args: string[]): Promise<void> {
     await fill(raw, SMALL_FILL, rows - TARGET_ROWS, rows >= 1_000_000);
     const fillMs = performance.now() - fillStart;
     const analyzeStart = performance.now();
-    await raw`analyze`;
+    await raw.query("analyze");
     const analyzeMs = performance.now() - analyzeStart;
-    const [{ count, bytes } = { count: 0, bytes: 0 }] = await raw<{ count: number; bytes: string }[]>`
-      select count(*)::int as count, pg_total_relation_size('lineage') as bytes from lineage`;
+    const {
+      rows: [{ count, bytes } = { count: 0, bytes: "0" }],
+    } = await raw.query<{ count: number; bytes: string }>(
+      "select count(*)::int as count, pg_total_relation_size('lineage') as bytes from lineage",
+    );
     if (count !== rows) throw new Error(`[factflow/bench] expected ${rows} lineage rows, found ${count}`);
     await checkTarget(db.lineage, executionId, child);
     const after = await timeCalls(db.lineage, calls, rounds);

@@ -1,7 +1,7 @@
 /**
  * `pnpm bench lineage [N]`: writes N lineage rows the way the route processor does (record the row
  * `pending`, let the "adapter" run, update it `completed`) through the group-commit writer of
- * `@factflow/lineage`, then writes the same N final rows as raw batched multi-row INSERTs (postgres.js
+ * `@factflow/lineage`, then writes the same N final rows as raw batched multi-row INSERTs (node-postgres
  * on PostgreSQL, PGlite's own `query` on PGlite) into the same table. Writer and baseline rounds
  * alternate (3 each, medians kept); both timings end when the rows are committed. One JSON line per
  * dialect; the aim is a writer/raw ratio ≥ 0.8.
@@ -13,7 +13,7 @@ import { performance } from "node:perf_hooks";
 import { PGlite } from "@electric-sql/pglite";
 import { type LineageDatabase, openLineageDatabase, uuidv7 } from "@factflow/lineage";
 import type { LineageRow } from "@factflow/protocols";
-import postgres from "postgres";
+import { Client } from "pg";
 
 /** Handlers in flight at once, as a route with concurrency 64 would have. */
 const CONCURRENCY = 64;
@@ -196,20 +196,24 @@ async function alternate(
 async function benchPostgres(n: number): Promise<void> {
   const url = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   const name = `factflow_bench_${Date.now().toString(36)}`;
-  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  const admin = new Client({ connectionString: url });
+  admin.on("error", () => {});
   try {
-    await admin.unsafe(`create database "${name}"`);
+    await admin.connect();
+    await admin.query(`create database "${name}"`);
   } catch (error) {
     console.warn(`[factflow/bench] skipping PostgreSQL: ${(error as Error).message}`);
-    await admin.end();
+    await admin.end().catch(() => {});
     return;
   }
   const dbUrl = new URL(url);
   dbUrl.pathname = `/${name}`;
   const db = await openLineageDatabase({ databaseUrl: dbUrl.toString() });
-  const raw = postgres(dbUrl.toString(), { max: 1, onnotice: () => {} });
+  const raw = new Client({ connectionString: dbUrl.toString() });
+  raw.on("error", () => {});
   try {
-    const exec = (text: string, params: unknown[]) => raw.unsafe(text, params as never[]);
+    await raw.connect();
+    const exec = (text: string, params: unknown[]) => raw.query(text, params);
     await writerRun(db, makeRows(500));
     await rawRun(exec, makeRows(500));
     const result = await alternate(
@@ -219,9 +223,9 @@ async function benchPostgres(n: number): Promise<void> {
     );
     report("postgres", result.writer, result.raw, n);
   } finally {
-    await raw.end();
+    await raw.end().catch(() => {});
     await db.close();
-    await admin.unsafe(`drop database if exists "${name}" with (force)`);
+    await admin.query(`drop database if exists "${name}" with (force)`);
     await admin.end();
   }
 }

@@ -1,3 +1,7 @@
+import type { AppType } from "@factflow/server";
+import { type EventSourceMessage, EventSourceParserStream } from "eventsource-parser/stream";
+import { type ClientResponse, hc } from "hono/client";
+
 /** Sends one request: global `fetch` to a server, or `app.request` of an in-process app. */
 export type FetchLike = (path: string, init?: RequestInit) => Promise<Response>;
 
@@ -21,12 +25,43 @@ export interface SseEvent {
   readonly data: string;
 }
 
-/** A small typed client of the Factflow HTTP API. */
+/**
+ * The origin Hono's typed client builds URLs on. Only path and query reach {@link FetchLike}, which
+ * sends them to the real server (or the in-process app).
+ */
+const CLIENT_ORIGIN = "http://factflow.invalid";
+
+function typedClient(send: FetchLike, headers: () => Record<string, string>) {
+  return hc<AppType>(CLIENT_ORIGIN, {
+    fetch: (input: string | URL | Request, init?: RequestInit) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      return send(`${url.pathname}${url.search}`, init);
+    },
+    headers,
+  });
+}
+
+/** Hono's typed client of the server's routes (`hc<AppType>`): request and answer types come from the routes. */
+export type FactflowApi = ReturnType<typeof typedClient>;
+
+/** The JSON of a typed-client answer: its success types (errors become {@link ApiError}). */
+type JsonOf<R> =
+  R extends ClientResponse<infer T, infer S, "json"> ? (S extends 200 | 201 | 202 ? T : never) : never;
+
+/** A client of the Factflow HTTP API: typed calls through `api`, plus SSE following. */
 export class ApiClient {
+  /**
+   * The routes of `@factflow/server`, typed from its `AppType`, e.g.
+   * `client.call(client.api.api.v1.executions.$get({ query: { limit: "5" } }))`.
+   */
+  readonly api: FactflowApi;
+
   constructor(
     private readonly send: FetchLike,
     private readonly token?: string,
-  ) {}
+  ) {
+    this.api = typedClient(send, () => this.headers());
+  }
 
   /** A client of a remote server at `baseUrl`. */
   static remote(baseUrl: string, token?: string): ApiClient {
@@ -49,13 +84,28 @@ export class ApiClient {
     return this.token === undefined ? extra : { ...extra, authorization: `Bearer ${this.token}` };
   }
 
+  /**
+   * Awaits a typed-client call and returns its JSON answer; an error answer (or an unreachable
+   * server) throws {@link ApiError} with the server's code and message.
+   */
+  async call<R extends ClientResponse<unknown, number, "json">>(request: Promise<R>): Promise<JsonOf<R>> {
+    return (await this.answer(await request)) as JsonOf<R>;
+  }
+
+  /** The JSON of an untyped request (for paths built at run time). */
   async request<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
     const init: RequestInit = {
       method,
       headers: this.headers(body === undefined ? {} : { "content-type": "application/json" }),
     };
     if (body !== undefined) init.body = JSON.stringify(body);
-    const response = await this.send(path, init);
+    return (await this.answer(await this.send(path, init), `${method} ${path}`)) as T;
+  }
+
+  private async answer(
+    response: Pick<Response, "ok" | "status" | "text" | "url">,
+    what = `request to ${response.url || "the server"}`,
+  ): Promise<unknown> {
     const text = await response.text();
     let data: unknown;
     try {
@@ -70,11 +120,11 @@ export class ApiClient {
       throw new ApiError(
         response.status,
         error?.code ?? `http_${response.status}`,
-        error?.message ?? `${method} ${path} answered ${response.status}`,
+        error?.message ?? `${what} answered ${response.status}`,
         error?.issues,
       );
     }
-    return data as T;
+    return data;
   }
 
   get<T = unknown>(path: string): Promise<T> {
@@ -83,6 +133,11 @@ export class ApiClient {
 
   post<T = unknown>(path: string, body: unknown = {}): Promise<T> {
     return this.request<T>("POST", path, body);
+  }
+
+  /** Asks the server to validate pipeline YAML (with the server's adapters and module access). */
+  validateConfig(source: string) {
+    return this.call(this.api.api.v1.configs.validate.$post({ json: { source } }));
   }
 
   /**
@@ -141,36 +196,14 @@ export class ApiClient {
   }
 }
 
-/** Parses a `text/event-stream` body. */
+/** Parses a `text/event-stream` body (eventsource-parser: the WHATWG rules, CRLF, comments, retry). */
 export async function* parseSse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  let event: { id?: string; event: string; data: string[] } = { event: "message", data: [] };
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let newline = buffer.indexOf("\n");
-    while (newline >= 0) {
-      const line = buffer.slice(0, newline).replace(/\r$/, "");
-      buffer = buffer.slice(newline + 1);
-      newline = buffer.indexOf("\n");
-      if (line === "") {
-        if (event.data.length > 0) {
-          yield {
-            ...(event.id === undefined ? {} : { id: event.id }),
-            event: event.event,
-            data: event.data.join("\n"),
-          };
-        }
-        event = { event: "message", data: [] };
-        continue;
-      }
-      if (line.startsWith(":")) continue;
-      const colon = line.indexOf(":");
-      const field = colon < 0 ? line : line.slice(0, colon);
-      const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-      if (field === "data") event.data.push(value);
-      else if (field === "event") event.event = value;
-      else if (field === "id") event.id = value;
-    }
+  const events = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+  for await (const event of events as unknown as AsyncIterable<EventSourceMessage>) {
+    yield {
+      ...(event.id === undefined ? {} : { id: event.id }),
+      event: event.event ?? "message",
+      data: event.data,
+    };
   }
 }

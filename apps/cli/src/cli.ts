@@ -1,12 +1,6 @@
 import { parseArgs } from "node:util";
 import { ConfigError } from "@factflow/protocols";
 import { ApiError } from "./api-client.js";
-import { configCommand } from "./commands/config.js";
-import { dlqCommand } from "./commands/dlq.js";
-import { executionsCommand } from "./commands/executions.js";
-import { lineageCommand, replayCommand } from "./commands/lineage.js";
-import { runCommand } from "./commands/run.js";
-import { serveCommand } from "./commands/serve.js";
 import { type CliContext, type Flags, UsageError } from "./context.js";
 import { type Output, processOutput } from "./output.js";
 
@@ -33,6 +27,8 @@ Options:
   --settings FILE        settings file (env FACTFLOW_SETTINGS_FILE)
   --data-dir DIR         data directory (env FACTFLOW_DATA_DIR, default .factflow)
   --provider NAME        embedded | rabbitmq | artemis (env FACTFLOW_PROVIDER)
+  --lineage MODE         database (default) | memory: lineage and executions in this process only,
+                         nothing persisted (env FACTFLOW_LINEAGE)
   --limit N --offset N   paging of list commands
 
 Exit codes: 0 success (run: execution completed), 1 failed, 2 usage or config error.`;
@@ -49,6 +45,7 @@ const OPTIONS = {
   settings: { type: "string" },
   "data-dir": { type: "string" },
   provider: { type: "string" },
+  lineage: { type: "string" },
   input: { type: "string" },
   status: { type: "string" },
   config: { type: "string" },
@@ -93,21 +90,22 @@ export async function main(
     return command === undefined && !ctx.flags.help ? 2 : 0;
   }
   try {
+    // Each command module is imported when used: `config validate` never loads the database or providers.
     switch (command) {
       case "run":
-        return await runCommand(ctx, rest);
+        return await (await import("./commands/run.js")).runCommand(ctx, rest);
       case "serve":
-        return await serveCommand(ctx);
+        return await (await import("./commands/serve.js")).serveCommand(ctx);
       case "config":
-        return await configCommand(ctx, rest);
+        return await (await import("./commands/config.js")).configCommand(ctx, rest);
       case "executions":
-        return await executionsCommand(ctx, rest);
+        return await (await import("./commands/executions.js")).executionsCommand(ctx, rest);
       case "lineage":
-        return await lineageCommand(ctx, rest);
+        return await (await import("./commands/lineage.js")).lineageCommand(ctx, rest);
       case "replay":
-        return await replayCommand(ctx, rest);
+        return await (await import("./commands/lineage.js")).replayCommand(ctx, rest);
       case "dlq":
-        return await dlqCommand(ctx, rest);
+        return await (await import("./commands/dlq.js")).dlqCommand(ctx, rest);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }

@@ -1,11 +1,5 @@
 import type { Logger } from "@factflow/protocols";
-import {
-  composeRuntime,
-  createApp,
-  type FactflowRuntime,
-  loadSettings,
-  type Settings,
-} from "@factflow/server";
+import type { FactflowRuntime, Settings } from "@factflow/server";
 import { ApiClient } from "./api-client.js";
 import type { Output } from "./output.js";
 
@@ -18,6 +12,7 @@ export interface Flags {
   settings?: string;
   "data-dir"?: string;
   provider?: string;
+  lineage?: string;
   input?: string;
   status?: string;
   config?: string;
@@ -59,10 +54,13 @@ export interface LocalFileOptions {
 }
 
 /** Settings from env, the settings file and the command line flags. */
-export function settingsOf(ctx: CliContext, local: LocalFileOptions = {}): Settings {
+export async function settingsOf(ctx: CliContext, local: LocalFileOptions = {}): Promise<Settings> {
+  // Imported when a command needs it, so `--help` and usage errors load nothing else.
+  const { loadSettings } = await import("@factflow/server");
   const overrides: Record<string, string> = {};
   if (ctx.flags["data-dir"] !== undefined) overrides.data_dir = ctx.flags["data-dir"];
   if (ctx.flags.provider !== undefined) overrides.provider = ctx.flags.provider;
+  if (ctx.flags.lineage !== undefined) overrides.lineage = ctx.flags.lineage;
   if (ctx.flags.host !== undefined) overrides.host = ctx.flags.host;
   if (ctx.flags.port !== undefined) overrides.port = ctx.flags.port;
   if (ctx.flags.insecure) overrides.insecure = "1";
@@ -94,6 +92,12 @@ export function cliLogger(output: Output, verbose = false): Logger {
   return logger;
 }
 
+/** The server URL from `--server` / FACTFLOW_SERVER_URL, if the user named one. */
+export function serverUrlOf(ctx: CliContext): string | undefined {
+  const server = ctx.flags.server ?? ctx.env.FACTFLOW_SERVER_URL;
+  return server === undefined || server === "" ? undefined : server;
+}
+
 /** An API client plus what to close when done: the remote server, or an in-process runtime. */
 export interface Backend {
   readonly client: ApiClient;
@@ -107,19 +111,25 @@ export interface Backend {
  * process against the local data directory (the one `factflow run` wrote).
  */
 export async function openBackend(ctx: CliContext, local: LocalFileOptions = {}): Promise<Backend> {
-  const server = ctx.flags.server ?? ctx.env.FACTFLOW_SERVER_URL;
+  const server = serverUrlOf(ctx);
   const token = ctx.flags.token ?? ctx.env.FACTFLOW_API_TOKEN;
-  if (server !== undefined && server !== "") {
+  if (server !== undefined) {
     return { client: ApiClient.remote(server, token), close: async () => {} };
   }
-  const settings = settingsOf(ctx, local);
+  const settings = await settingsOf(ctx, local);
+  const { composeRuntime, createApp } = await import("@factflow/server");
   // Short-lived: no retention schedule here (`factflow executions prune` runs it on demand).
   const runtime = await composeRuntime(settings, {
     logger: cliLogger(ctx.output),
     progressIntervalMs: 250,
     scheduleRetention: false,
+    // Reads (executions, lineage, configs) never open the broker; runs and dead letters do.
+    connectProvider: "first-use",
+    // Traces (docs/observability.md) when the OTEL_* variables ask for them; exported on close.
+    serviceName: "factflow-cli",
   });
-  const app = createApp(runtime);
+  // A failed request comes back as an error answer that the command prints; no second JSON line.
+  const app = createApp(runtime, { log: () => {} });
   const client = new ApiClient(async (path, init) => app.request(path, init), settings.api_token);
   return { client, runtime, close: () => runtime.close() };
 }

@@ -4,7 +4,15 @@ import type { PipelineConfig } from "@factflow/protocols";
  * Route names in flow order: from the init route along outbound queues (breadth first), then any
  * route not reached. Stored snapshots may not keep the YAML's key order (PostgreSQL JSONB sorts keys).
  */
-export function routeOrder(config: PipelineConfig): string[] {
+/** The parts of a pipeline config the order depends on (a config, or its JSON from the API). */
+type RouteGraph = {
+  readonly init: Pick<PipelineConfig["init"], "route">;
+  readonly routes: Readonly<
+    Record<string, { readonly inbound: { readonly queue: string }; readonly outbound: readonly string[] }>
+  >;
+};
+
+export function routeOrder(config: RouteGraph): string[] {
   const byQueue = new Map<string, string[]>();
   for (const [name, route] of Object.entries(config.routes)) {
     byQueue.set(route.inbound.queue, [...(byQueue.get(route.inbound.queue) ?? []), name]);

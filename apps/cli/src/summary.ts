@@ -53,7 +53,7 @@ export async function summarize(rt: FactflowRuntime, id: string): Promise<Execut
         await rt.provider.admin.stats({ destination: scopedDestination(id, spec.inbound.queue) })
       ).dlqDepth;
     } catch {
-      deadLetters = rt.metrics.deadLetters.get({ route });
+      deadLetters = await rt.metrics.valueOf(rt.metrics.deadLetters, { route });
     }
     routes.push({
       route,
@@ -62,7 +62,7 @@ export async function summarize(rt: FactflowRuntime, id: string): Promise<Execut
       completed: of("message", "completed"),
       failed: of("message", "failed"),
       adapter_failures: of("adapter", "failed"),
-      retries: rt.metrics.retries.get({ route }),
+      retries: await rt.metrics.valueOf(rt.metrics.retries, { route }),
       dead_letters: deadLetters,
     });
   }

@@ -1,11 +1,20 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Logger } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
 import { parseSse } from "../src/api-client.js";
 import { main } from "../src/cli.js";
 import type { Output } from "../src/output.js";
 import { ProgressDisplay } from "../src/progress.js";
+
+const silent: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  child: () => silent,
+};
 
 function capture(isTty = false): Output & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];
@@ -76,7 +85,74 @@ describe("config validate (in process)", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 180_000);
+});
+
+describe("config validate is offline", () => {
+  it("opens nothing: no data directory is created, and it works while a server holds the directory", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "factflow-cli-offline-"));
+    const data = join(dir, "data");
+    const pipeline = new URL("../../../examples/docs-ingest/pipeline.yaml", import.meta.url).pathname;
+    try {
+      const first = capture();
+      expect(await main(["config", "validate", pipeline], { output: first, env: {}, cwd: dir })).toBe(0);
+      expect(
+        await main(["config", "validate", pipeline, "--data-dir", data], {
+          output: capture(),
+          env: {},
+          cwd: dir,
+        }),
+      ).toBe(0);
+      expect(existsSync(data) || existsSync(join(dir, ".factflow"))).toBe(false);
+      // A server-like runtime owns the data directory (embedded journal lock, PGlite) meanwhile.
+      const { composeRuntime, loadSettings } = await import("@factflow/server");
+      const runtime = await composeRuntime(
+        loadSettings({ env: {}, cwd: dir, overrides: { data_dir: data } }),
+        {
+          logger: silent,
+          scheduleRetention: false,
+        },
+      );
+      try {
+        const beside = capture();
+        expect(
+          await main(["config", "validate", pipeline, "--json", "--data-dir", data], {
+            output: beside,
+            env: {},
+            cwd: dir,
+          }),
+        ).toBe(0);
+        expect(JSON.parse(beside.stdout.join("\n"))).toEqual({ valid: true, issues: [] });
+      } finally {
+        await runtime.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
+});
+
+describe("commands open only what they need", () => {
+  it("reads executions without connecting the broker (an unreachable RabbitMQ does not matter)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "factflow-cli-reads-"));
+    const env = {
+      FACTFLOW_DATA_DIR: join(dir, "data"),
+      FACTFLOW_PROVIDER: "rabbitmq",
+      FACTFLOW_RABBITMQ_URL: "amqp://guest:guest@127.0.0.1:9",
+    };
+    try {
+      const list = capture();
+      expect(await main(["executions", "list", "--json"], { output: list, env, cwd: dir })).toBe(0);
+      expect(JSON.parse(list.stdout.join("\n"))).toMatchObject({ total: 0, items: [] });
+      // A command that needs the broker still says clearly that it cannot reach it.
+      const dlq = capture();
+      expect(await main(["dlq", "list"], { output: dlq, env, cwd: dir })).toBe(1);
+      expect(dlq.stderr.join("\n")).toMatch(/127\.0\.0\.1:9|ECONNREFUSED|connect/i);
+      expect(dlq.stderr.join("\n")).not.toContain("guest:guest");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe("parseSse", () => {

@@ -106,7 +106,7 @@ describe("remote commands (--server)", { timeout: 90_000 }, () => {
     try {
       await provider.publish(destination, { body: { n: 1 } });
       let messageId = "";
-      const deadline = Date.now() + 20_000;
+      const deadline = Date.now() + 60_000;
       while (messageId === "" && Date.now() < deadline) {
         const list = await factflow("dlq", "list", "--queue", queue, "--json");
         messageId = (JSON.parse(list.stdout).items[0]?.message_id as string | undefined) ?? "";

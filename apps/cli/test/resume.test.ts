@@ -87,9 +87,14 @@ describe("factflow executions resume", () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain(`resumed ${id}`);
     expect(resumed.stdout).toContain("completed");
-    // Every item reached the sink: nothing acknowledged was lost.
-    expect(readdirSync(join(outDir, "items")).sort()).toEqual(
+    // Every item reached the sink: nothing acknowledged was lost. A write cut by the kill can leave
+    // its hidden temp file (`.~tmp-…`, never an artefact); the storage sweeps those once they are a
+    // minute old, at the next server start (docs/storage.md).
+    const names = readdirSync(join(outDir, "items"));
+    const leftovers = names.filter((name) => name.startsWith(".~tmp-"));
+    expect(names.filter((name) => !leftovers.includes(name)).sort()).toEqual(
       Array.from({ length: 40 }, (_, i) => `${i}.json`).sort(),
     );
+    expect(leftovers.length, `temp files left by the kill: ${leftovers.join(", ")}`).toBeLessThanOrEqual(2);
   }, 180_000);
 });

@@ -10,6 +10,7 @@ import { configRoutes } from "./routes/configs.js";
 import { executionRoutes } from "./routes/executions.js";
 import { queueRoutes } from "./routes/queues.js";
 import { systemRoutes } from "./routes/system.js";
+import { uiRoutes } from "./routes/ui.js";
 import type { FactflowRuntime } from "./runtime.js";
 
 export interface AppOptions {
@@ -38,7 +39,7 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
  * passes the Host check; API requests then pass the cross-site, token and path/query checks before
  * any route runs (docs/security.md).
  */
-export function createApp(rt: FactflowRuntime, options: AppOptions = {}): Hono {
+export function createApp(rt: FactflowRuntime, options: AppOptions = {}) {
   const log =
     options.log ??
     ((message, fields) => console.error(JSON.stringify({ level: "error", message, ...fields })));
@@ -84,9 +85,12 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}): Hono {
     if (problems.length > 0) return c.json({ status: "degraded", checks, problems }, 200);
     return c.json({ status: "ready", checks }, 200);
   });
-  app.get("/metrics", (c) =>
-    c.text(rt.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }),
+  app.get("/metrics", async (c) =>
+    c.text(await rt.metrics.render(), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }),
   );
+
+  // The web console (apps/console), same origin as the API it calls.
+  app.route("/", uiRoutes());
 
   const api = new Hono();
   api.use(
@@ -105,11 +109,19 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}): Hono {
   api.use("*", tokenGuard(rt.settings.api_token, { reads: rt.settings.api_token_reads }));
   api.use("*", crossSiteGuard(rt.settings.allowed_origins));
   api.use("*", requestTextGuard());
-  api.get("/openapi.json", (c) => c.json(openApiDocument()));
-  api.route("/", configRoutes(rt));
-  api.route("/", executionRoutes(rt));
-  api.route("/", queueRoutes(rt));
-  api.route("/", systemRoutes(rt));
-  app.route("/api/v1", api);
-  return app;
+  // Chained, so the routes' types reach `AppType` (for Hono's typed client, `hc<AppType>`).
+  const routes = api
+    .get("/openapi.json", (c) => c.json(openApiDocument()))
+    .route("/", configRoutes(rt))
+    .route("/", executionRoutes(rt))
+    .route("/", queueRoutes(rt))
+    .route("/", systemRoutes(rt));
+  return app.route("/api/v1", routes);
 }
+
+/**
+ * The app's type, for Hono's typed client: `hc<AppType>(url)`. A route module contributes its
+ * request and response types when it builds its routes as one chain (`new Hono().get(...).post(...)`)
+ * and returns the chain without widening it to `Hono`.
+ */
+export type AppType = ReturnType<typeof createApp>;

@@ -1,4 +1,6 @@
+import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
+import { hostname } from "node:os";
 import { adapters as builtinAdapters } from "@factflow/adapters";
 import {
   createEngine,
@@ -8,9 +10,10 @@ import {
   parseScopedDestination,
   TERMINAL_EVENT_TYPES,
 } from "@factflow/engine";
-import { openLineageDatabase } from "@factflow/lineage";
+import { ExecutionStore, openLineageDatabase } from "@factflow/lineage";
 import type {
   AdapterDefinition,
+  ExecutionRecord,
   ExecutionStoreProtocol,
   Logger,
   PipelineConfig,
@@ -19,13 +22,17 @@ import type {
 } from "@factflow/protocols";
 import { createFileStorage } from "@factflow/storage";
 import { ConfigCatalog } from "./config-catalog.js";
+import { moduleAccessOf } from "./config-validator.js";
+import { connectOnFirstUse } from "./lazy-provider.js";
 import { meterProvider } from "./metered-provider.js";
 import { FactflowMetrics } from "./metrics.js";
 import { createProvider } from "./provider-factory.js";
 import { QueueJanitor } from "./queue-janitor.js";
 import { RetentionJob } from "./retention.js";
+import { openQueueDefinitions } from "./routes/queue-definition-store.js";
 import type { EngineFacade, FactflowRuntime } from "./runtime.js";
 import type { Settings } from "./settings.js";
+import { startTracing, type Tracing } from "./tracing.js";
 
 /** Longest one step of `close` may take before it is given up on. */
 const CLOSE_STEP_MS = 15_000;
@@ -37,8 +44,9 @@ async function boundedStep(work: Promise<void>, ms: number, what: string): Promi
     await Promise.race([
       work,
       new Promise<never>((_, reject) => {
+        // Not unref'd: a step waiting on something that keeps no handle (a promise nobody settles)
+        // would otherwise let the process end mid-close (exit code 13, "unsettled top-level await").
         timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms; going on`)), ms);
-        timer.unref();
       }),
     ]);
   } finally {
@@ -63,6 +71,54 @@ export interface ComposeOptions {
   readonly retentionIntervalMs?: number;
   /** Delay of the first scheduled retention run. @default 60_000 */
   readonly retentionInitialDelayMs?: number;
+  /**
+   * When the provider connects: `eager` (before this resolves, as a server wants) or `first-use`
+   * (at its first publish, subscribe or admin call; CLI commands that only read the database never
+   * open the broker). @default "eager"
+   */
+  readonly connectProvider?: "eager" | "first-use";
+  /**
+   * OpenTelemetry tracing (docs/observability.md): by default started from the `OTEL_*` variables
+   * (off when they name no exporter) and shut down on close. A `Tracing` given here is used as is and
+   * left running on close; `false` turns tracing off whatever the environment says.
+   */
+  readonly tracing?: Tracing | false;
+  /** `service.name` of the traces when `OTEL_SERVICE_NAME` is not set. @default "factflow" */
+  readonly serviceName?: string;
+  /**
+   * Cluster mode (docs/deployment.md): with a shared broker and PostgreSQL lineage, this process
+   * joins every running execution and takes over after servers that died. `auto` turns it on for
+   * exactly that combination unless env `FACTFLOW_CLUSTER=off`. @default "auto" for a server,
+   * "off" for the CLI's short-lived runtimes (`scheduleRetention: false`)
+   */
+  readonly cluster?: "auto" | "off";
+}
+
+/** Lease of a cluster node without a heartbeat; env `FACTFLOW_CLUSTER_LEASE_MS` changes it. */
+const DEFAULT_LEASE_MS = 10_000;
+/** In cluster mode lost lineage writes are reconciled late: a takeover re-publishes first. */
+const CLUSTER_RECONCILE_AFTER_MS = 120_000;
+
+/** The cluster settings of this process, or undefined when it runs alone. */
+function clusterSettings(
+  settings: Settings,
+  options: ComposeOptions,
+  providerName: string,
+  executions: ExecutionStoreProtocol,
+): { nodeId: string; leaseMs: number; store: ReturnType<ExecutionStore["cluster"]> } | undefined {
+  const mode = options.cluster ?? (options.scheduleRetention === false ? "off" : "auto");
+  const env = process.env;
+  if (mode === "off" || env.FACTFLOW_CLUSTER === "off") return undefined;
+  const shared = providerName !== "embedded" && settings.lineage === "database" && settings.database_url;
+  if (!shared || !(executions instanceof ExecutionStore)) return undefined;
+  const lease = Number(env.FACTFLOW_CLUSTER_LEASE_MS);
+  const cap = Number(env.FACTFLOW_CLUSTER_MAX_RUNNING);
+  executions.limitRunning(Number.isInteger(cap) && cap >= 1 ? cap : undefined);
+  return {
+    nodeId: env.FACTFLOW_NODE_ID || `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+    leaseMs: Number.isInteger(lease) && lease >= 1000 ? lease : DEFAULT_LEASE_MS,
+    store: executions.cluster(),
+  };
 }
 
 /** Maps `/queue/<execution>/<queue>` to route labels, from the snapshots of executions started here. */
@@ -101,10 +157,10 @@ function executionHooks(options: {
   return {
     onExecutionStarted(record) {
       routes.add(record.id, record.configSnapshot);
-      metrics.executionsRunning.add({}, 1);
+      metrics.executionsRunning.inc();
     },
     async onExecutionEnded(record, end) {
-      metrics.executionsRunning.add({}, -1);
+      metrics.executionsRunning.dec();
       // Keep route labels a little longer: late settlements of this execution still resolve.
       setTimeout(() => routes.remove(record.id), 60_000).unref();
       if (end === "stopped") return;
@@ -128,17 +184,22 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
   const routes = new RouteIndex();
   await mkdir(settings.data_dir, { recursive: true });
 
-  const rawProvider = await createProvider(settings, logger);
-  await rawProvider.connect();
+  const created = await createProvider(settings, logger);
+  const rawProvider = options.connectProvider === "first-use" ? connectOnFirstUse(created) : created;
+  if (options.connectProvider !== "first-use") await rawProvider.connect();
   const closers: (() => Promise<void>)[] = [() => rawProvider.close()];
   try {
     const provider: QueueProtocol = meterProvider(rawProvider, metrics, routes.resolve);
     const db = await openLineageDatabase({
+      ...(settings.lineage === "memory" ? { memory: true } : {}),
       ...(settings.database_url === undefined ? {} : { databaseUrl: settings.database_url }),
       dataDir: settings.data_dir,
       logger,
     });
     closers.unshift(() => db.close());
+    // Named queue definitions: shared through the database on PostgreSQL, else in the data dir.
+    const queueDefinitions = await openQueueDefinitions(settings, db, logger);
+    closers.unshift(() => queueDefinitions.close());
     let storage: StorageProtocol;
     if (options.storage === undefined) {
       const files = createFileStorage({ root: settings.storage_root });
@@ -155,6 +216,13 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     }
     // Deletes each ended execution's scoped queues (ifEmpty, dead letters kept) so they do not pile up.
     const janitor = new QueueJanitor({ provider: rawProvider, logger, metrics });
+    const ownTracing =
+      options.tracing === undefined
+        ? startTracing({ serviceName: options.serviceName ?? "factflow" })
+        : undefined;
+    const tracing = ownTracing ?? (options.tracing === false ? undefined : options.tracing);
+    if (ownTracing !== undefined) logger.info("OpenTelemetry tracing is on (OTEL_* variables)");
+    const cluster = clusterSettings(settings, options, rawProvider.name, db.executions);
     const engine: Engine = createEngine({
       queue: provider,
       lineage: db.lineage,
@@ -165,16 +233,35 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       logger,
       maxConcurrent: settings.max_concurrent,
       // Code comes only from where the operator pointed when the server started, never from a request.
-      moduleAccess: {
-        directories: settings.adapter_dirs,
-        packages: settings.adapter_packages,
-        hint: "set FACTFLOW_ADAPTER_DIRS (directories) or FACTFLOW_ADAPTER_PACKAGES (package names) when starting the server",
-      },
+      moduleAccess: moduleAccessOf(settings),
       // Only the in-process provider guarantees the publisher is the consumer; with a shared broker
       // another server may consume the message, so its lineage row must be committed first.
       strictLineage: rawProvider.name !== "embedded",
+      // Named queue definitions (PUT /api/v1/queues/{name}/definition).
+      queueDefinitions: queueDefinitions.store,
+      ...(cluster === undefined ? {} : { cluster, reconcileAfterMs: CLUSTER_RECONCILE_AFTER_MS }),
       ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
+      ...(tracing === undefined ? {} : { tracer: tracing.tracer }),
     });
+    if (engine.cluster !== undefined) {
+      const node = engine.cluster;
+      closers.unshift(() => node.stop());
+      await node.start();
+      logger.info("cluster mode: this server joins the running executions of every server", {
+        nodeId: node.nodeId,
+        leaseMs: cluster?.leaseMs,
+      });
+    }
+    /** Records this server as the owner of an execution it just created (cluster mode). */
+    const own = async (record: ExecutionRecord) => {
+      await engine.cluster?.own(record.id).catch((error: Error) =>
+        logger.warn("could not record the owner of an execution", {
+          executionId: record.id,
+          error: error.message,
+        }),
+      );
+      return record;
+    };
     const parseConfig = (source: string, path: string) =>
       loadPipelineConfig(source, {
         path,
@@ -248,18 +335,20 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
 
     const facade: EngineFacade = {
       create: (request) =>
-        engine.service.create({
-          config: request.config,
-          configName: request.configName,
-          configVersion: request.configVersion,
-          input: request.input,
-        }),
+        engine.service
+          .create({
+            config: request.config,
+            configName: request.configName,
+            configVersion: request.configVersion,
+            input: request.input,
+          })
+          .then(own),
       cancel: async (id) => {
         await engine.service.cancel(id);
         return engine.service.get(id);
       },
       resume: (id) => engine.service.resume(id),
-      replay: (id, request) => engine.service.replay(id, request),
+      replay: (id, request) => engine.service.replay(id, request).then(own),
       async *events(id, { afterId, signal }) {
         for await (const event of engine.service.events(id, { afterId, signal })) {
           yield { id: event.id, type: event.type, data: { ...event.data, at: event.at } };
@@ -285,6 +374,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       metrics,
       engine: facade,
       retention,
+      queueCleanup: janitor,
       parseConfig,
       close() {
         // Every step is bounded: a step that never settles (a database pool waiting on a query that
@@ -299,6 +389,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
           await step("retention job", () => retention.stop());
           for (const [index, close] of closers.entries())
             await step(index === closers.length - 1 ? "provider close" : "database close", close);
+          if (ownTracing !== undefined) await step("trace export", () => ownTracing.shutdown());
         })();
         return closing;
       },

@@ -1,13 +1,14 @@
-export type { AppOptions } from "./app.js";
+export type { AppOptions, AppType } from "./app.js";
 export { createApp } from "./app.js";
 export type { ComposeOptions } from "./compose.js";
 export { composeRuntime } from "./compose.js";
 export type { CatalogEntry, ConfigParser, ResolvedConfig } from "./config-catalog.js";
 export { ConfigCatalog } from "./config-catalog.js";
+export { createConfigValidator, moduleAccessOf } from "./config-validator.js";
 export type { ErrorBody } from "./http-errors.js";
 export { ExecutionNotRunningError, HttpProblem, toHttpError } from "./http-errors.js";
-export type { LogLevel } from "./logger.js";
-export { createJsonLogger } from "./logger.js";
+export type { CreateLoggerOptions, LogLevel } from "./logger.js";
+export { createJsonLogger, createLogger, createPinoLogger, fromPino } from "./logger.js";
 export { meterProvider } from "./metered-provider.js";
 export { FactflowMetrics } from "./metrics.js";
 export type { DiagnosticResult } from "./mq-diagnostic.js";

@@ -45,7 +45,16 @@ export function meterProvider(
       ): Promise<HandlerResult> => {
         const labels = resolve(delivery.destination);
         const started = performance.now();
-        metrics.inFlight.add({ route: labels.route }, 1);
+        // A first delivery's wait is pure queue time; later attempts would add their retry delay.
+        if (delivery.attempt <= 1) {
+          const publishedAt = Date.parse(delivery.message.publishedAt);
+          if (Number.isFinite(publishedAt))
+            metrics.queueWaitSeconds.observe(
+              { route: labels.route },
+              Math.max(0, Date.now() - publishedAt) / 1000,
+            );
+        }
+        metrics.inFlight.inc({ route: labels.route });
         let status = "INCOMPLETE";
         try {
           const result = await handler(delivery, signal);
@@ -53,9 +62,10 @@ export function meterProvider(
           if (isSettlingStatus(unwrapped.status)) status = unwrapped.status;
           return result;
         } finally {
-          metrics.inFlight.add({ route: labels.route }, -1);
-          metrics.handlerSeconds.observe((performance.now() - started) / 1000);
-          metrics.messages.inc({ route: labels.route, queue: labels.queue, status });
+          metrics.inFlight.dec({ route: labels.route });
+          metrics.handlerSeconds.observe({ route: labels.route }, (performance.now() - started) / 1000);
+          // Label names in sorted order: the exposition keeps the order given, and dashboards match on it.
+          metrics.messages.inc({ queue: labels.queue, route: labels.route, status });
           const isTopic = delivery.destination.startsWith("/topic/");
           if (
             status === "REJECTED" ||

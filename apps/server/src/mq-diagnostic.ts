@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { scopedDestination } from "@factflow/engine";
-import { MessageStatus, type PipelineConfig, type QueueProtocol } from "@factflow/protocols";
+import { backoffDelayMs, MessageStatus, type PipelineConfig, type QueueProtocol } from "@factflow/protocols";
 
 /** The outcome of one route's round trip. */
 export interface DiagnosticResult {
@@ -87,6 +87,9 @@ async function roundTrip(
   }
 }
 
+/** Pauses between attempts to delete a scratch queue: 100, 200, 400, 800 ms. */
+const SCRATCH_DELETE_BACKOFF = { initialDelayMs: 100, maxDelayMs: 800 } as const;
+
 /**
  * Best effort: a scratch queue that cannot be deleted (broker gone, consumer not yet detached)
  * must not turn a passed round trip into a failure. A late probe left in it is dropped with it.
@@ -100,7 +103,7 @@ async function deleteScratch(provider: QueueProtocol, destination: string): Prom
     } catch {
       return;
     }
-    await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    await new Promise((resolve) => setTimeout(resolve, backoffDelayMs(SCRATCH_DELETE_BACKOFF, attempt)));
   }
 }
 

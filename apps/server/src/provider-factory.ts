@@ -38,5 +38,23 @@ export async function createProvider(settings: Settings, logger: Logger): Promis
         { logger: providerLogger },
       );
     }
+    case "pulsar": {
+      const { createPulsarProvider } = await import("@factflow/infra-pulsar");
+      return createPulsarProvider(
+        {
+          ...(settings.pulsar_url === undefined ? {} : { url: settings.pulsar_url }),
+          ...(settings.pulsar_admin_url === undefined ? {} : { adminUrl: settings.pulsar_admin_url }),
+          ...(settings.pulsar_tenant === undefined ? {} : { tenant: settings.pulsar_tenant }),
+          ...(settings.pulsar_namespace === undefined ? {} : { namespace: settings.pulsar_namespace }),
+        },
+        { logger: providerLogger },
+      );
+    }
+    case "redis": {
+      const { createRedisProvider } = await import("@factflow/infra-redis");
+      return createRedisProvider(settings.redis_url === undefined ? {} : { url: settings.redis_url }, {
+        logger: providerLogger,
+      });
+    }
   }
 }

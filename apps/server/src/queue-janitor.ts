@@ -51,6 +51,8 @@ export class QueueJanitor {
   private readonly retryDelayMs: number;
   private stopped = false;
   private readonly running = new Set<Promise<unknown>>();
+  /** The sweep under way per execution id. */
+  private readonly sweeping = new Map<string, Promise<unknown>>();
 
   constructor(private readonly options: QueueJanitorOptions) {
     this.attempts = Math.max(1, options.attempts ?? 3);
@@ -76,8 +78,21 @@ export class QueueJanitor {
   sweep(executionId: string, config: PipelineConfig): Promise<Map<string, CleanupOutcome>> {
     const work = this.run(executionId, config);
     this.running.add(work);
-    void work.finally(() => this.running.delete(work));
+    this.sweeping.set(executionId, work);
+    void work.finally(() => {
+      this.running.delete(work);
+      if (this.sweeping.get(executionId) === work) this.sweeping.delete(executionId);
+    });
     return work;
+  }
+
+  /**
+   * Resolves once no sweep of `executionId` is under way. A dead-letter redrive or discard on an
+   * ended execution's queue waits for it: the sweep closes that queue's producer and deletes the
+   * queue, which made a concurrent redrive fail on Pulsar.
+   */
+  async idle(executionId: string): Promise<void> {
+    await this.sweeping.get(executionId)?.catch(() => undefined);
   }
 
   /** Stops starting new deletions (the provider is about to close) and waits for those under way. */

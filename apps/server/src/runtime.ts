@@ -57,6 +57,8 @@ export interface FactflowRuntime {
   readonly engine: EngineFacade;
   /** Deletes old finished executions with their lineage (scheduled when `retention_days` > 0). */
   readonly retention: RetentionJob;
+  /** The cleanup of ended executions' queues: `idle(id)` resolves when none is under way for `id`. */
+  readonly queueCleanup?: { idle(executionId: string): Promise<void> };
   /** Validates YAML (schema, adapters, `adapter_modules`) as the engine will run it. */
   parseConfig(source: string, path: string): Promise<PipelineConfig>;
   /** Stops executions, then closes provider and database. Idempotent. */

@@ -5,9 +5,10 @@ import { serve } from "@hono/node-server";
 import { createApp } from "./app.js";
 import { composeRuntime } from "./compose.js";
 import { isLoopbackHost } from "./guards/host-guard.js";
-import { createJsonLogger } from "./logger.js";
+import { createLogger } from "./logger.js";
 import type { FactflowRuntime } from "./runtime.js";
 import { redactSettings, type Settings } from "./settings.js";
+import { traceRequests } from "./tracing.js";
 
 /** A listening server. */
 export interface RunningServer {
@@ -35,7 +36,7 @@ export async function startServer(
   settings: Settings,
   options: StartServerOptions = {},
 ): Promise<RunningServer> {
-  const logger = options.logger ?? createJsonLogger();
+  const logger = options.logger ?? createLogger();
   assertExposureIsProtected(settings, logger);
   logger.info("starting factflow server", { settings: redactSettings(settings) });
   const runtime = await composeRuntime(settings, {
@@ -50,7 +51,10 @@ export async function startServer(
   });
   let server!: Server;
   const address = await new Promise<AddressInfo>((resolve, reject) => {
-    server = serve({ fetch: app.fetch, hostname: settings.host, port: settings.port }, resolve) as Server;
+    server = serve(
+      { fetch: traceRequests(app.fetch), hostname: settings.host, port: settings.port },
+      resolve,
+    ) as Server;
     server.once("error", reject);
   }).catch(async (error: NodeJS.ErrnoException) => {
     await runtime.close();

@@ -1,10 +1,12 @@
 import { readFileSync } from "node:fs";
 import { extname, resolve } from "node:path";
-import { ConfigError, type ConfigIssue } from "@factflow/protocols";
+import { ConfigError, type ConfigIssue, redactUrl } from "@factflow/protocols";
 import * as v from "valibot";
 import { parse as parseYaml } from "yaml";
 
-const PROVIDERS = ["embedded", "rabbitmq", "artemis", "pulsar"] as const;
+export { redactUrl };
+
+const PROVIDERS = ["embedded", "rabbitmq", "artemis", "pulsar", "redis"] as const;
 
 const intFrom = (min: number, max: number) =>
   v.pipe(
@@ -58,9 +60,37 @@ export const SettingsSchema = v.pipe(
       v.pipe(nonEmpty, v.regex(/^stomp:\/\//, "must start with stomp:// (e.g. stomp://127.0.0.1:61613)")),
     ),
     artemis_user: v.optional(nonEmpty),
+    /** Redis URL when provider is redis. @default "redis://127.0.0.1:6379" */
+    redis_url: v.optional(
+      v.pipe(
+        nonEmpty,
+        v.regex(/^rediss?:\/\//, "must start with redis:// or rediss:// (e.g. redis://127.0.0.1:6379)"),
+      ),
+    ),
     artemis_password: v.optional(v.string()),
+    /** Pulsar WebSocket API (the broker web service) when provider is pulsar. @default "ws://127.0.0.1:8080" */
+    pulsar_url: v.optional(
+      v.pipe(nonEmpty, v.regex(/^wss?:\/\//, "must start with ws:// or wss:// (e.g. ws://127.0.0.1:8080)")),
+    ),
+    /** Pulsar admin REST API. @default pulsar_url with http(s):// */
+    pulsar_admin_url: v.optional(
+      v.pipe(
+        nonEmpty,
+        v.regex(/^https?:\/\//, "must start with http:// or https:// (e.g. http://127.0.0.1:8080)"),
+      ),
+    ),
+    /** Pulsar tenant of Factflow's topics. @default "public" */
+    pulsar_tenant: v.optional(nonEmpty),
+    /** Pulsar namespace (within the tenant) of Factflow's topics. @default "default" */
+    pulsar_namespace: v.optional(nonEmpty),
     /** PostgreSQL URL for lineage and executions; PGlite under the data dir when absent. */
     database_url: v.optional(v.pipe(nonEmpty, v.regex(/^postgres(ql)?:\/\//, "must start with postgres://"))),
+    /**
+     * Where lineage, configs and executions live: `database` (PostgreSQL with `database_url`, else
+     * PGlite under the data dir) or `memory` (this process only, nothing persisted; for ephemeral
+     * runs and tests). @default "database"
+     */
+    lineage: v.optional(v.picklist(["database", "memory"], "must be database or memory"), "database"),
     /** Where embedded queues, the PGlite database and (by default) artefacts live. @default ".factflow" */
     data_dir: v.optional(nonEmpty, ".factflow"),
     /** Artefact storage root. @default "<data_dir>/artefacts" */
@@ -133,10 +163,6 @@ export const SettingsSchema = v.pipe(
     ),
     ["artemis_url"],
   ),
-  v.forward(
-    v.check((s) => s.provider !== "pulsar", "pulsar is not available yet: use embedded, rabbitmq or artemis"),
-    ["provider"],
-  ),
 );
 
 type ParsedSettings = v.InferOutput<typeof SettingsSchema>;
@@ -144,7 +170,7 @@ type ParsedSettings = v.InferOutput<typeof SettingsSchema>;
 /** Validated, frozen settings with paths resolved against the working directory. */
 export type Settings = Readonly<
   Omit<ParsedSettings, "storage_root" | "provider" | "adapter_dirs"> & {
-    provider: Exclude<ParsedSettings["provider"], "pulsar">;
+    provider: ParsedSettings["provider"];
     storage_root: string;
     adapter_dirs: readonly string[];
   }
@@ -160,7 +186,13 @@ const KEYS = [
   "artemis_url",
   "artemis_user",
   "artemis_password",
+  "redis_url",
+  "pulsar_url",
+  "pulsar_admin_url",
+  "pulsar_tenant",
+  "pulsar_namespace",
   "database_url",
+  "lineage",
   "data_dir",
   "storage_root",
   "config_dir",
@@ -181,7 +213,14 @@ const KEYS = [
 ] as const;
 
 const SECRET_KEYS = new Set<string>(["api_token", "artemis_password"]);
-const URL_KEYS = new Set<string>(["rabbitmq_url", "artemis_url", "database_url"]);
+const URL_KEYS = new Set<string>([
+  "rabbitmq_url",
+  "artemis_url",
+  "redis_url",
+  "pulsar_url",
+  "pulsar_admin_url",
+  "database_url",
+]);
 
 export interface LoadSettingsOptions {
   /** Environment to read; @default process.env */
@@ -272,11 +311,6 @@ function received(value: unknown): string {
   if (value === undefined) return "";
   const text = typeof value === "string" ? value : JSON.stringify(value);
   return ` (got ${JSON.stringify(text.length > 60 ? `${text.slice(0, 57)}...` : text)})`;
-}
-
-/** Replaces the password of a URL with `<redacted>`. */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, "$1<redacted>@");
 }
 
 /** A copy safe to print or log: secrets as `<redacted>`, URL passwords removed. */

@@ -74,7 +74,7 @@ describe.skipIf(rabbitDown !== undefined)("queue cleanup on RabbitMQ", () => {
     });
     server = await startServer(settings, { logger: silentLogger, progressIntervalMs: 100 });
     connection = await amqplib.connect(RABBITMQ_URL);
-  }, 60_000);
+  }, 180_000);
 
   afterAll(async () => {
     if (connection !== undefined) {
@@ -142,7 +142,7 @@ describe.skipIf(rabbitDown !== undefined)("queue cleanup on RabbitMQ", () => {
     expect(dropped.status).toBe(200);
     expect(dropped.body).toMatchObject({ deleted: true, dead_letters_kept: 0 });
     expect(await inspect(connection, dlq), "the dead-letter queue is gone").toBe(undefined);
-  }, 60_000);
+  }, 180_000);
 
   it("the MQ diagnostic deletes its scratch queues", async () => {
     const result = await call(server.url, "POST", "/api/v1/system/mq-diagnostic");
@@ -153,5 +153,5 @@ describe.skipIf(rabbitDown !== undefined)("queue cleanup on RabbitMQ", () => {
     for (const destination of destinations) {
       expect(await inspect(connection, amqpQueue(destination)), `${destination} deleted`).toBe(undefined);
     }
-  }, 60_000);
+  }, 180_000);
 });

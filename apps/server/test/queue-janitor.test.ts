@@ -76,7 +76,7 @@ describe("queue janitor", () => {
       (await provider.admin.stats({ destination: scoped("j.out") })).depth,
       "a waiting message is never dropped",
     ).toBe(1);
-    const text = metrics.render();
+    const text = await metrics.render();
     expect(text).toContain('factflow_queue_cleanup_total{outcome="deleted"} 1');
     expect(text).toContain('factflow_queue_cleanup_total{outcome="refused"} 1');
   });

@@ -67,5 +67,5 @@ describe("graceful shutdown and restart (embedded file provider)", () => {
     } finally {
       await second.close();
     }
-  }, 90_000);
+  }, 180_000);
 });

@@ -85,11 +85,11 @@ describe("RetentionJob", () => {
         "the finished execution to be deleted",
       );
       expect(await db.executions.getExecution(running)).toMatchObject({ status: "running" });
-      await waitFor(async () => (job.count("schedule", "ok") >= 2 ? true : undefined), 10_000, "a 2nd run");
+      await waitFor(async () => (job.count("schedule", "ok") >= 2 ? true : undefined), 60_000, "a 2nd run");
     } finally {
       await job.stop();
     }
-    const text = metrics.render();
+    const text = await metrics.render();
     expect(text).toMatch(/factflow_retention_runs_total\{outcome="ok",trigger="schedule"\} [2-9]/);
     expect(text).toMatch(/^factflow_retention_executions_deleted_total [1-9]/m);
     await db.executions.finishExecution(running, "cancelled");
@@ -118,7 +118,7 @@ describe("RetentionJob", () => {
     try {
       const results = await Promise.all([job.run(30), job.run(30), job.run(30)]);
       expect(results.map((r) => r.trigger)).toEqual(["request", "request", "request"]);
-      await waitFor(async () => (job.count("schedule", "skipped") > 0 ? true : undefined), 10_000, "a skip");
+      await waitFor(async () => (job.count("schedule", "skipped") > 0 ? true : undefined), 60_000, "a skip");
     } finally {
       await job.stop();
     }

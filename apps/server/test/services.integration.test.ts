@@ -1,5 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectPostgres } from "@factflow/lineage";
 import { silentLogger } from "@factflow/protocols";
@@ -9,7 +9,19 @@ import { loadSettings } from "../src/settings.js";
 import { call, EXAMPLE_DIR, readSse, SAMPLE_DOCS, sectionsInArtefacts } from "./helpers.js";
 import { ARTEMIS_URL, DATABASE_URL, RABBITMQ_URL, unreachable } from "./services.js";
 
-// The server composed on the machine's real services: PostgreSQL with RabbitMQ, then with Artemis.
+/** What `scripts/services/pulsar.sh` recorded for its broker (`ws.url`, `web.url`), if anything. */
+function recordedPulsar(file: "ws.url" | "web.url"): string | undefined {
+  const base = process.env.FACTFLOW_SERVICES_DIR ?? join(homedir(), ".cache", "factflow", "services");
+  const path = join(base, "pulsar", file);
+  return existsSync(path) ? readFileSync(path, "utf8").trim() || undefined : undefined;
+}
+
+// Resolved like the Pulsar package's own tests (packages/infra/pulsar/test/helpers.ts).
+const PULSAR_URL = process.env.PULSAR_URL ?? recordedPulsar("ws.url") ?? "ws://127.0.0.1:8080";
+const PULSAR_ADMIN_URL = process.env.PULSAR_ADMIN_URL ?? recordedPulsar("web.url");
+const REDIS_URL = process.env.FACTFLOW_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+// The server composed on the machine's real services: PostgreSQL with each broker in turn.
 const CASES = [
   {
     provider: "rabbitmq",
@@ -32,7 +44,64 @@ const CASES = [
     },
     counter: /factflow_provider_messages_total\{event="confirmed",provider="artemis"\} [1-9]/,
   },
+  {
+    provider: "pulsar",
+    skip:
+      (await unreachable("the pulsar integration tests", [
+        DATABASE_URL,
+        PULSAR_URL.replace(/^ws/, "http"),
+      ])) !== undefined,
+    settings: {
+      provider: "pulsar",
+      pulsar_url: PULSAR_URL,
+      ...(PULSAR_ADMIN_URL === undefined ? {} : { pulsar_admin_url: PULSAR_ADMIN_URL }),
+    },
+    counter: /factflow_provider_messages_total\{event="confirmed",provider="pulsar"\} [1-9]/,
+  },
+  {
+    provider: "redis",
+    skip: (await unreachable("the redis integration tests", [DATABASE_URL, REDIS_URL])) !== undefined,
+    settings: { provider: "redis", redis_url: REDIS_URL },
+    counter: /factflow_provider_messages_total\{event="confirmed",provider="redis"\} [1-9]/,
+  },
 ] as const;
+
+/**
+ * Deletes what the executions left on a shared broker (their queues hold a redriven message): on
+ * Redis the destinations naming an execution, on Pulsar the topics naming one. RabbitMQ and Artemis
+ * cases leave the broker to the engine's own cleanup, as before.
+ */
+async function removeExecutionDestinations(provider: string, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const mine = (name: string) => ids.some((id) => name.includes(id));
+  if (provider === "redis") {
+    const { createRedisProvider } = await import("@factflow/infra-redis");
+    const janitor = createRedisProvider({ url: REDIS_URL });
+    await janitor.connect();
+    try {
+      for (const d of await janitor.admin.listDestinations()) {
+        if (!mine(d.destination)) continue;
+        const sources =
+          d.kind === "queue"
+            ? [{ destination: d.destination }]
+            : (d.subscriptions ?? []).map((subscription) => ({ destination: d.destination, subscription }));
+        for (const source of sources)
+          await janitor.admin.deleteDestination(source, { keepDeadLetters: false }).catch(() => undefined);
+      }
+    } finally {
+      await janitor.close();
+    }
+  } else if (provider === "pulsar") {
+    const base = `${PULSAR_ADMIN_URL ?? PULSAR_URL.replace(/^ws/, "http")}/admin/v2/persistent/public/default`;
+    const topics = (await (await fetch(base)).json()) as string[];
+    for (const topic of topics.filter(mine)) {
+      const local = topic.slice(topic.lastIndexOf("/") + 1);
+      await fetch(`${base}/${encodeURIComponent(local)}?force=true`, { method: "DELETE" }).catch(
+        () => undefined,
+      );
+    }
+  }
+}
 
 async function admin(statement: string): Promise<void> {
   const handles = await connectPostgres(DATABASE_URL, { poolSize: 1, lineagePoolSize: 1, writerPoolSize: 1 });
@@ -50,6 +119,7 @@ describe.each(CASES)(
     describe.skipIf(skip)("with its services reachable", () => {
       let server: RunningServer;
       let dir: string;
+      const executions: string[] = [];
       const databaseName = `factflow_server_${provider}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
 
       beforeAll(async () => {
@@ -69,10 +139,15 @@ describe.each(CASES)(
           },
         });
         server = await startServer(settings, { logger: silentLogger, progressIntervalMs: 100 });
-      }, 60_000);
+      }, 180_000);
 
       afterAll(async () => {
         await server?.close();
+        await removeExecutionDestinations(provider, executions).catch((error: unknown) =>
+          console.warn(
+            `[server] could not remove the ${provider} destinations of the test: ${String(error)}`,
+          ),
+        );
         await admin(`drop database if exists "${databaseName}" with (force)`).catch(() => undefined);
         if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       });
@@ -84,6 +159,7 @@ describe.each(CASES)(
         });
         expect(created.status).toBe(201);
         const id = created.body.id as string;
+        executions.push(id);
         const events = await readSse(`${server.url}/api/v1/executions/${id}/events`);
         expect(events.at(-1)?.event).toBe("completed");
         const one = await call(server.url, "GET", `/api/v1/executions/${id}`);
@@ -104,7 +180,10 @@ describe.each(CASES)(
           destination: `/queue/${id}/docs.sections`,
           force: true,
         });
-        expect(redrive.body.redriven).toBe(1);
+        expect(
+          redrive.body.redriven,
+          `redrive answered ${redrive.status} ${JSON.stringify(redrive.body)}`,
+        ).toBe(1);
 
         const counters = await call(server.url, "GET", "/api/v1/queues/counters");
         expect(counters.status).toBe(200);
@@ -115,13 +194,13 @@ describe.each(CASES)(
 
         const metrics = (await call(server.url, "GET", "/metrics")).text;
         expect(metrics).toMatch(counter);
-      }, 60_000);
+      }, 180_000);
 
       it("passes the MQ diagnostic on every route", async () => {
         const result = await call(server.url, "POST", "/api/v1/system/mq-diagnostic");
         expect(result.body.lines).toHaveLength(5);
         expect(result.body.ok).toBe(true);
-      }, 60_000);
+      }, 180_000);
     });
   },
 );

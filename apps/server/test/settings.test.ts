@@ -120,9 +120,25 @@ describe("loadSettings", () => {
     );
   });
 
-  it("says pulsar is not available yet", () => {
-    const error = settingsError(() => loadSettings({ env: { FACTFLOW_PROVIDER: "pulsar" } }));
-    expect(error.message).toContain("pulsar is not available yet");
+  it("reads the pulsar settings, and refuses a pulsar URL that is not ws://", () => {
+    const s = loadSettings({
+      env: {
+        FACTFLOW_PROVIDER: "pulsar",
+        FACTFLOW_PULSAR_URL: "ws://127.0.0.1:8081",
+        FACTFLOW_PULSAR_TENANT: "acme",
+        FACTFLOW_PULSAR_NAMESPACE: "factflow",
+      },
+    });
+    expect(s.provider).toBe("pulsar");
+    expect([s.pulsar_url, s.pulsar_tenant, s.pulsar_namespace]).toEqual([
+      "ws://127.0.0.1:8081",
+      "acme",
+      "factflow",
+    ]);
+    const error = settingsError(() =>
+      loadSettings({ env: { FACTFLOW_PROVIDER: "pulsar", FACTFLOW_PULSAR_URL: "pulsar://127.0.0.1:6650" } }),
+    );
+    expect(error.issues[0]?.path).toBe("pulsar_url");
   });
 
   it("never echoes secrets in errors", () => {
@@ -151,5 +167,19 @@ describe("loadSettings", () => {
     expect(printed).toContain("postgres://app:<redacted>@db:5432/factflow");
     expect(redactUrl("amqp://guest:guest@127.0.0.1:5672")).toBe("amqp://guest:<redacted>@127.0.0.1:5672");
     expect(redactUrl("amqp://127.0.0.1:5672")).toBe("amqp://127.0.0.1:5672");
+  });
+
+  it("reads provider redis with FACTFLOW_REDIS_URL (optional: the local default) and checks its scheme", () => {
+    expect(loadSettings({ env: { FACTFLOW_PROVIDER: "redis" } }).redis_url).toBeUndefined();
+    const s = loadSettings({
+      env: { FACTFLOW_PROVIDER: "redis", FACTFLOW_REDIS_URL: "redis://:pw123@cache:6379/2" },
+    });
+    expect(s.provider).toBe("redis");
+    expect(s.redis_url).toBe("redis://:pw123@cache:6379/2");
+    const error = settingsError(() =>
+      loadSettings({ env: { FACTFLOW_PROVIDER: "redis", FACTFLOW_REDIS_URL: "http://cache:6379" } }),
+    );
+    expect(error.issues.map((i) => i.path)).toEqual(["redis_url"]);
+    expect(error.message).toContain("must start with redis://");
   });
 });

@@ -5,14 +5,19 @@ import {
   isStatefulAdapter,
   type JsonValue,
   type LineageErrorInfo,
+  type LineageRow,
+  type LineageUpdate,
   type MessageEnvelope,
   type PipelineContext,
 } from "@factflow/protocols";
+import type { DeliverySignal } from "./delivery-signal.js";
 import { DELIVERY_ABANDONED } from "./errors.js";
-import { hashJson, newId } from "./ids.js";
+import { hashJson, newId, nowIso } from "./ids.js";
 import { errorInfoOf, truncate } from "./lineage-rows.js";
 import type { ExecutionRuntime } from "./runtime.js";
 import type { BatchFate, BatchState, HeldDelivery } from "./stateful-batch.js";
+import { isSkippedStep } from "./step-condition.js";
+import type { ChainTrace } from "./tracing.js";
 
 /** A fan-out message waiting to be published, with the adapter row it descends from. */
 export interface PendingEmit {
@@ -45,11 +50,14 @@ export interface ChainRun {
   readonly batches: ReadonlyMap<number, BatchState>;
   readonly envelope: MessageEnvelope;
   readonly attempt: number;
-  readonly signal: AbortSignal;
+  /** The delivery's cancellation; its `AbortSignal` is made only when something needs one. */
+  readonly signal: DeliverySignal;
   /** Fan-out messages collected so far (appended to). */
   readonly emitted: PendingEmit[];
   /** Deliveries of an emitted batch this one now carries (appended to). */
   readonly followers: HeldDelivery[];
+  /** The delivery's spans, when the engine traces (see tracing.ts). */
+  readonly trace?: ChainTrace | undefined;
 }
 
 /**
@@ -69,7 +77,7 @@ export async function runChain(
   for (let index = startIndex; index < run.adapters.length && data !== null; index++) {
     const adapter = run.adapters[index] as Adapter;
     const rowId = newId();
-    runtime.lineage.record({
+    const row: MutableRow = {
       id: rowId,
       executionId: runtime.executionId,
       kind: "adapter",
@@ -78,12 +86,15 @@ export async function runChain(
       adapterIndex: index,
       messageId: run.envelope.id,
       correlationId: run.envelope.correlationId,
-      ...(lastRowId === undefined ? {} : { parentId: lastRowId }),
       attempt: run.attempt,
       status: "pending",
       inputHash: hashJson(data),
-      startedAt: new Date().toISOString(),
-    });
+      startedAt: nowIso(),
+    };
+    if (lastRowId !== undefined) row.parentId = lastRowId;
+    runtime.lineage.record(row);
+    const span = run.trace?.adapterStarted(rowId, adapter.type, index);
+    const cancellation = run.signal;
     const context: PipelineContext = {
       message: data,
       envelope: run.envelope,
@@ -96,19 +107,26 @@ export async function runChain(
       lineageId: rowId,
       storage: runtime.storage,
       logger: runtime.logger,
-      signal: run.signal,
+      // Made on first read: a synchronous adapter that never looks at it costs no AbortController.
+      get signal() {
+        return cancellation.signal;
+      },
     };
     const batch = isStatefulAdapter(adapter) ? run.batches.get(index) : undefined;
     let result: AdapterResult;
     try {
-      if (batch !== undefined) await batch.mutex.acquire(run.signal);
+      if (batch !== undefined) await batch.mutex.acquire(run.signal.signal);
       try {
-        result = await untilAborted(adapter.process(context), run.signal);
+        result = await untilAborted(
+          span === undefined ? adapter.process(context) : span.run(() => adapter.process(context)),
+          run.signal,
+        );
         if (run.signal.aborted) throw run.signal.reason;
         if (batch !== undefined && result.error === undefined && result.metadata?.fatal !== true) {
           if (result.data === null) {
             // Kept in the batch: the delivery stays unsettled until the batch is emitted.
             finish(runtime, rowId, "completed", result);
+            run.trace?.adapterEnded(rowId, "held");
             const { entry, fate } = batch.hold(rowId, run.envelope.id);
             return { kind: "held", adapterIndex: index, entry, batch, fate };
           }
@@ -127,12 +145,14 @@ export async function runChain(
             retryable: true,
             fatal: false,
           },
-          finishedAt: new Date().toISOString(),
+          finishedAt: nowIso(),
         });
+        run.trace?.adapterEnded(rowId, "abandoned", "cancelled");
         throw new DeliveryAbandoned(`route "${run.route}" adapter "${adapter.type}" was cancelled`);
       }
       const info = errorInfoOf(error);
-      runtime.lineage.update(rowId, { status: "failed", error: info, finishedAt: new Date().toISOString() });
+      runtime.lineage.update(rowId, { status: "failed", error: info, finishedAt: nowIso() });
+      run.trace?.adapterEnded(rowId, "failed", info.message);
       return { kind: "failed", error: info, adapter: adapter.type };
     }
     const fatal = result.metadata?.fatal === true;
@@ -144,9 +164,12 @@ export async function runChain(
         fatal,
       };
       finish(runtime, rowId, "failed", result, info);
+      run.trace?.adapterEnded(rowId, "failed", info.message);
       return { kind: "failed", error: info, adapter: adapter.type };
     }
-    finish(runtime, rowId, "completed", result);
+    const status = isSkippedStep(result) ? "skipped" : "completed";
+    finish(runtime, rowId, status, result);
+    run.trace?.adapterEnded(rowId, status, undefined, result.emitMessages?.length ?? 0);
     for (const message of result.emitMessages ?? []) run.emitted.push({ message, parentRowId: rowId });
     data = result.data;
     lastRowId = rowId;
@@ -164,7 +187,7 @@ export function recordAbandoned(
   adapterIndex: number,
   parentRowId: string,
 ): void {
-  const now = new Date().toISOString();
+  const now = nowIso();
   runtime.lineage.record({
     id: newId(),
     executionId: runtime.executionId,
@@ -191,25 +214,26 @@ export function recordAbandoned(
 function finish(
   runtime: ExecutionRuntime,
   rowId: string,
-  status: "completed" | "failed",
+  status: "completed" | "failed" | "skipped",
   result: AdapterResult,
   error?: LineageErrorInfo,
 ): void {
-  runtime.lineage.update(rowId, {
-    status,
-    ...(result.outputKeys === undefined ? {} : { outputKeys: result.outputKeys }),
-    ...(error === undefined ? {} : { error }),
-    finishedAt: new Date().toISOString(),
-  });
+  const change: { -readonly [K in keyof LineageUpdate]: LineageUpdate[K] } = { status, finishedAt: nowIso() };
+  if (result.outputKeys !== undefined) change.outputKeys = result.outputKeys;
+  if (error !== undefined) change.error = error;
+  runtime.lineage.update(rowId, change);
 }
+
+type MutableRow = { -readonly [K in keyof LineageRow]: LineageRow[K] };
 
 /**
  * The adapter's result, or a rejection with the signal's reason as soon as it aborts: an adapter
  * that ignores its signal cannot hold its delivery (and the execution) after a timeout or a cancel.
  * Whatever it still does runs on unobserved.
  */
-function untilAborted<T>(work: Promise<T> | T, signal: AbortSignal): Promise<T> | T {
+function untilAborted<T>(work: Promise<T> | T, cancellation: DeliverySignal): Promise<T> | T {
   if (!(work instanceof Promise)) return work;
+  const signal = cancellation.signal;
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     if (signal.aborted) return onAbort();

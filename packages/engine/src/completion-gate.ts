@@ -19,6 +19,11 @@ export interface CompletionGateOptions {
    * before the execution ends, or they would be left in its queues.
    */
   readonly queuesDrained?: () => Promise<boolean>;
+  /**
+   * True once the execution has been seeded (cluster mode: a server that joined an execution must
+   * not call it complete before its creator has registered the seed). Checked until it is true once.
+   */
+  readonly seeded?: () => Promise<boolean>;
 }
 
 /**
@@ -37,6 +42,7 @@ export class CompletionGate {
   #closed = false;
   #started = false;
   #poll: NodeJS.Timeout | undefined;
+  #seeded = false;
 
   constructor(options: CompletionGateOptions) {
     this.#options = options;
@@ -95,6 +101,12 @@ export class CompletionGate {
     if (this.#closed || !this.#activeIdle()) return;
     const epoch = this.#epoch;
     const { lineage, executionId, processors } = this.#options;
+    // Before the count, never after it: a count taken before the creator registered the seed says
+    // 0 open rows about an execution that has not begun, and a later "seeded" cannot make it true.
+    if (!this.#seeded) {
+      if (this.#options.seeded !== undefined && !(await this.#options.seeded())) return;
+      this.#seeded = true;
+    }
     await lineage.flush();
     const open = await lineage.countOpen(executionId);
     if (this.#closed || epoch !== this.#epoch || !this.#activeIdle()) return;

@@ -28,6 +28,13 @@ export function checkPipelineSemantics(config: PipelineConfig, registry?: Adapte
       readerOf.set(route.inbound.queue, name);
     }
     if (registry === undefined) continue;
+    const condition = route.condition;
+    if (condition !== undefined && "adapter" in condition && registry.get(condition.adapter) === undefined) {
+      issues.push({
+        path: ["routes", name, "condition", "adapter"],
+        message: `unknown condition adapter "${condition.adapter}". Known adapters: ${registry.types().join(", ")}. Register it in a module listed in adapter_modules`,
+      });
+    }
     route.adapters.forEach((adapter, index) => {
       const definition = registry.get(adapter.type);
       if (definition === undefined) {
@@ -39,6 +46,13 @@ export function checkPipelineSemantics(config: PipelineConfig, registry?: Adapte
       }
       for (const problem of definition.validateConfig?.(adapter.config as JsonObject) ?? []) {
         issues.push({ path: ["routes", name, "adapters", index, "config"], message: problem });
+      }
+      const step = adapter.condition;
+      if (step !== undefined && "adapter" in step && registry.get(step.adapter) === undefined) {
+        issues.push({
+          path: ["routes", name, "adapters", index, "condition", "adapter"],
+          message: `unknown condition adapter "${step.adapter}". Known adapters: ${registry.types().join(", ")}. Register it in a module listed in adapter_modules`,
+        });
       }
     });
   }

@@ -3,11 +3,14 @@ import {
   type ExecutionStoreProtocol,
   type LineageProtocol,
   type Logger,
+  type QueueDefinitionStoreProtocol,
   type QueueProtocol,
   type StorageProtocol,
   silentLogger,
+  type Tracer,
 } from "@factflow/protocols";
 import { type AdapterRegistry, createAdapterRegistry } from "./adapter-registry.js";
+import { ClusterNode, type ClusterOptions } from "./cluster-node.js";
 import type { ExecutionHooks } from "./execution-hooks.js";
 import { ExecutionService } from "./execution-service.js";
 import type { ModuleAccess } from "./module-access.js";
@@ -63,12 +66,27 @@ export interface EngineOptions {
    * rows are reconciled (a closing write was lost). @default twice its longest retry delay, ≥ 30 s
    */
   readonly reconcileAfterMs?: number;
+  /** Named queue definitions that override routes' queue settings (see `OrchestratorServices`). */
+  readonly queueDefinitions?: QueueDefinitionStoreProtocol;
+  /**
+   * Traces executions, deliveries and adapter invocations and carries the trace context in message
+   * headers (docs/observability.md). @default no tracing: no span is created, no trace header read
+   */
+  readonly tracer?: Tracer;
+  /**
+   * Run as one server of several on a shared broker and PostgreSQL (docs/deployment.md): join every
+   * running execution, take over after servers whose lease expired. Call `engine.cluster.start()`.
+   * @default single process
+   */
+  readonly cluster?: ClusterOptions;
 }
 
 export interface Engine {
   readonly service: ExecutionService;
   readonly manager: OrchestratorManager;
   readonly registry: AdapterRegistry;
+  /** This server's part in a cluster, when `EngineOptions.cluster` was given (not yet started). */
+  readonly cluster?: ClusterNode;
   /**
    * Stops every running execution (rows stay `running` for `resume`, or are marked cancelled with
    * `{ cancel: true }`). Does not close the queue, lineage, store or storage: the caller owns them.
@@ -97,6 +115,8 @@ export function createEngine(options: EngineOptions): Engine {
     ...(options.settledMemory === undefined ? {} : { settledMemory: options.settledMemory }),
     ...(options.reconcileAfterMs === undefined ? {} : { reconcileAfterMs: options.reconcileAfterMs }),
     ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
+    ...(options.queueDefinitions === undefined ? {} : { queueDefinitions: options.queueDefinitions }),
+    ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
   });
   const service = new ExecutionService({
     manager,
@@ -104,11 +124,24 @@ export function createEngine(options: EngineOptions): Engine {
     lineage: options.lineage,
     logger,
   });
+  const cluster =
+    options.cluster === undefined
+      ? undefined
+      : new ClusterNode(options.cluster, {
+          service,
+          manager,
+          queue: options.queue,
+          lineage: options.lineage,
+          executions: options.executions,
+          logger,
+        });
   return {
     service,
     manager,
     registry,
+    ...(cluster === undefined ? {} : { cluster }),
     async shutdown(shutdownOptions = {}) {
+      await cluster?.stop();
       await manager.shutdown(shutdownOptions);
     },
   };

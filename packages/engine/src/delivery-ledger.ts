@@ -1,12 +1,25 @@
 /** Settled message ids a ledger remembers by default (a few MB per busy execution at most). */
 export const DEFAULT_SETTLED_MEMORY = 50_000;
 
+/** A handler of one id in flight; `done`/`end` exist once another copy waits for it. */
+interface Running {
+  done?: Promise<void>;
+  end?: () => void;
+}
+
 /** How a message's delivery ended for good in this process. */
 export interface SettledDelivery {
   /** `completed`: acknowledged; `failed`: rejected or dead-lettered after its last attempt. */
   readonly outcome: "completed" | "failed";
   /** The attempt that settled it. */
   readonly attempt: number;
+}
+
+/** The record of a claim nobody waits for, shared (never mutated: a waiter replaces it first). */
+const CLAIMED: Running = Object.freeze({});
+
+function unpack(packed: number): SettledDelivery {
+  return { outcome: packed % 2 === 1 ? "failed" : "completed", attempt: Math.floor(packed / 2) };
 }
 
 /** What {@link DeliveryLedger.classify} decides for an arriving delivery. */
@@ -23,10 +36,17 @@ export type DeliveryVerdict = "fresh" | "duplicate";
  */
 export class DeliveryLedger {
   readonly #capacity: number;
-  /** Settled ids, oldest first (a Map keeps insertion order: an LRU by settle time). */
-  readonly #settled = new Map<string, SettledDelivery>();
-  /** Ids with a handler running, and a promise that resolves when it ends. */
-  readonly #running = new Map<string, { done: Promise<void>; end: () => void }>();
+  /**
+   * Settled ids, oldest first (a Map keeps insertion order: an LRU by settle time), each with its
+   * attempt and outcome packed in one number (`attempt * 2`, +1 when failed): tens of thousands are
+   * kept, and a number per entry is no object for the garbage collector to trace.
+   */
+  readonly #settled = new Map<string, number>();
+  /**
+   * Ids with a handler running. The promise that resolves when it ends is only made when a second
+   * copy of the message has to wait for it (rare), so the common claim allocates nothing.
+   */
+  readonly #running = new Map<string, Running>();
   /** Deliveries acknowledged as duplicates. */
   duplicates = 0;
 
@@ -36,7 +56,13 @@ export class DeliveryLedger {
 
   /** How the id was settled for good in this process, if it was (and is still remembered). */
   settled(id: string): SettledDelivery | undefined {
-    return this.#settled.get(id);
+    const packed = this.#settled.get(id);
+    return packed === undefined ? undefined : unpack(packed);
+  }
+
+  /** True when the id was settled for good in this process (and is still remembered). */
+  isSettled(id: string): boolean {
+    return this.#settled.has(id);
   }
 
   /** True while a handler of this id runs in this process. */
@@ -50,8 +76,9 @@ export class DeliveryLedger {
    * operator's redrive of a dead letter comes back at attempt 1, not redelivered, and must run.
    */
   classify(id: string, attempt: number, redelivered: boolean): DeliveryVerdict {
-    const prior = this.#settled.get(id);
-    if (prior === undefined) return "fresh";
+    const packed = this.#settled.get(id);
+    if (packed === undefined) return "fresh";
+    const prior = unpack(packed);
     if (prior.outcome === "completed") return "duplicate";
     return redelivered || (attempt > 1 && attempt >= prior.attempt) ? "duplicate" : "fresh";
   }
@@ -62,10 +89,17 @@ export class DeliveryLedger {
    * second waits for the first to settle, then is classified.
    */
   async claim(id: string, signals: readonly AbortSignal[]): Promise<boolean> {
+    if (this.tryClaim(id, signals)) return true;
     for (;;) {
       if (signals.some((s) => s.aborted)) return false;
-      const current = this.#running.get(id);
+      let current = this.#running.get(id);
       if (current === undefined) break;
+      if (current === CLAIMED) {
+        // The shared marker of an uncontended claim: give this one its own record to wait on.
+        current = {};
+        this.#running.set(id, current);
+      }
+      const running = current;
       // Rare (two copies of one message at once): plain listeners, removed on either outcome.
       const aborted = await new Promise<boolean>((resolve) => {
         const finish = (value: boolean) => {
@@ -74,15 +108,25 @@ export class DeliveryLedger {
         };
         const onAbort = () => finish(true);
         for (const s of signals) s.addEventListener("abort", onAbort, { once: true });
-        void current.done.then(() => finish(false));
+        running.done ??= new Promise<void>((resolve) => {
+          running.end = resolve;
+        });
+        void running.done.then(() => finish(false));
       });
       if (aborted) return false;
     }
-    let end = () => {};
-    const done = new Promise<void>((resolve) => {
-      end = resolve;
-    });
-    this.#running.set(id, { done, end });
+    this.#running.set(id, CLAIMED);
+    return true;
+  }
+
+  /**
+   * Claims `id` at once when no handler of it runs and no signal has aborted; false otherwise (then
+   * {@link claim} waits). The synchronous fast path of every delivery.
+   */
+  tryClaim(id: string, signals: readonly AbortSignal[]): boolean {
+    if (this.#running.has(id)) return false;
+    for (const s of signals) if (s.aborted) return false;
+    this.#running.set(id, CLAIMED);
     return true;
   }
 
@@ -90,13 +134,13 @@ export class DeliveryLedger {
   release(id: string): void {
     const current = this.#running.get(id);
     this.#running.delete(id);
-    current?.end();
+    current?.end?.();
   }
 
   /** Records a final settlement (call before the delivery is acknowledged). */
   settle(id: string, outcome: SettledDelivery["outcome"], attempt: number): void {
     this.#settled.delete(id);
-    this.#settled.set(id, { outcome, attempt });
+    this.#settled.set(id, attempt * 2 + (outcome === "failed" ? 1 : 0));
     if (this.#settled.size > this.#capacity) {
       const oldest = this.#settled.keys().next();
       if (oldest.done !== true) this.#settled.delete(oldest.value);

@@ -11,28 +11,68 @@ export type Admission = "run" | "duplicate" | "aborted";
  * Admits a delivery of `route`: waits while another copy of the same message runs in this process,
  * then decides whether it is a duplicate of a message already settled for good (a broker
  * redelivery after a lost ack, or the same child published again by a re-run parent). On "run" and
- * "duplicate" the caller holds the message's claim and must `release` it on the ledger.
+ * "duplicate" the caller holds the message's claim and must `release` it on the ledger. Answers
+ * synchronously in the common case (no other copy in flight, nothing to read from lineage), so a
+ * fresh delivery costs no promise.
  */
-export async function admitDelivery(
+export function admitDelivery(
+  runtime: ExecutionRuntime,
+  route: string,
+  delivery: Delivery,
+  providerSignal: AbortSignal,
+): Admission | Promise<Admission> {
+  const ledger = runtime.deliveries;
+  const id = delivery.message.id;
+  // Synchronous in the common case (no other copy of the message in flight here).
+  if (providerSignal.aborted || runtime.signal.aborted || !ledger.tryClaim(id, NO_SIGNALS))
+    return claimThenAdmit(runtime, route, delivery, providerSignal);
+  return admitClaimed(runtime, route, delivery);
+}
+
+const NO_SIGNALS: readonly AbortSignal[] = [];
+
+/** The slow path: another copy runs here (or a signal aborted): wait for its claim first. */
+async function claimThenAdmit(
   runtime: ExecutionRuntime,
   route: string,
   delivery: Delivery,
   providerSignal: AbortSignal,
 ): Promise<Admission> {
+  if (!(await runtime.deliveries.claim(delivery.message.id, [providerSignal, runtime.signal])))
+    return "aborted";
+  return admitClaimed(runtime, route, delivery);
+}
+
+/** Classifies a claimed delivery; a lineage read only for flagged ones the ledger does not know. */
+function admitClaimed(
+  runtime: ExecutionRuntime,
+  route: string,
+  delivery: Delivery,
+): Admission | Promise<Admission> {
   const ledger = runtime.deliveries;
   const id = delivery.message.id;
-  if (!(await ledger.claim(id, [providerSignal, runtime.signal]))) return "aborted";
   // A copy re-published by `resume` (or descending from one), and the original of a re-published
   // message, may duplicate a message that already settled, here or in the process that died: they
   // are judged like broker redeliveries.
   const flagged = delivery.redelivered || isReseeded(delivery.message) || runtime.reseeded.has(id);
   // The flag only buys the lineage read below: classifying by it would make an operator's redrive
   // of a re-seeded message (attempt 1, not redelivered) look like a duplicate of its failure.
-  let verdict = ledger.classify(id, delivery.attempt, delivery.redelivered);
+  const verdict = ledger.classify(id, delivery.attempt, delivery.redelivered);
   // Unknown here but flagged as handed out before: another process (or this one before a restart,
   // or past the ledger's bound) may have settled it. Only flagged deliveries pay the lineage read.
-  if (verdict === "fresh" && flagged && ledger.settled(id) === undefined)
-    verdict = await lineageVerdict(runtime, route, delivery);
+  if (verdict === "fresh" && flagged && !ledger.isSettled(id))
+    return lineageVerdict(runtime, route, delivery).then((v) => conclude(runtime, route, delivery, v));
+  return conclude(runtime, route, delivery, verdict);
+}
+
+function conclude(
+  runtime: ExecutionRuntime,
+  route: string,
+  delivery: Delivery,
+  verdict: DeliveryVerdict,
+): Admission {
+  const ledger = runtime.deliveries;
+  const id = delivery.message.id;
   if (verdict === "fresh") {
     // A redriven dead letter runs again: forget its old failure until it settles anew.
     ledger.reopen(id);

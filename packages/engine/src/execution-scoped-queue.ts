@@ -28,6 +28,8 @@ export class ExecutionScopedQueue implements QueueProtocol {
   readonly admin: QueueAdminProtocol;
   readonly #inner: QueueProtocol;
   readonly #suffix: string;
+  /** Scoped destinations already worked out: every publish names one of a pipeline's few queues. */
+  readonly #scoped = new Map<string, string>();
 
   constructor(
     inner: QueueProtocol,
@@ -42,6 +44,16 @@ export class ExecutionScopedQueue implements QueueProtocol {
 
   /** The broker destination a logical destination maps to for this execution. */
   scope(destination: string): string {
+    const known = this.#scoped.get(destination);
+    if (known !== undefined) return known;
+    const scoped = this.#scopeOnce(destination);
+    // Bounded, in case a pipeline publishes to ever new destinations (topics named per message).
+    if (this.#scoped.size >= SCOPE_CACHE_SIZE) this.#scoped.clear();
+    this.#scoped.set(destination, scoped);
+    return scoped;
+  }
+
+  #scopeOnce(destination: string): string {
     const parsed = parseDestination(destination);
     if ("error" in parsed) throw new PipelineError("invalid_argument", `[factflow/engine] ${parsed.error}`);
     if (parsed.kind === "topic") return destination;
@@ -60,7 +72,10 @@ export class ExecutionScopedQueue implements QueueProtocol {
   async close(): Promise<void> {}
 
   publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
-    return this.#inner.publish(this.scope(destination), { executionId: this.executionId, ...message });
+    // The engine's publisher sets the execution's id itself: no copy needed then.
+    const scoped =
+      message.executionId !== undefined ? message : { executionId: this.executionId, ...message };
+    return this.#inner.publish(this.scope(destination), scoped);
   }
 
   subscribe(destination: string, handler: MessageHandler, options: SubscribeOptions): Promise<Subscription> {
@@ -74,6 +89,8 @@ export class ExecutionScopedQueue implements QueueProtocol {
     return this.#inner.counters();
   }
 }
+
+const SCOPE_CACHE_SIZE = 1024;
 
 /**
  * The suffix an execution adds to its subscription names: 8 hex chars of the SHA-256 of its whole

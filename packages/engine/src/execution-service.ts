@@ -47,6 +47,8 @@ export class ExecutionService {
   readonly #executions: ExecutionStoreProtocol;
   readonly #lineage: LineageProtocol;
   readonly #logger: Logger;
+  /** Executions this process is creating, replaying or resuming right now: never joined meanwhile. */
+  readonly #startingHere = new Set<string>();
 
   constructor(options: {
     manager: OrchestratorManager;
@@ -66,15 +68,21 @@ export class ExecutionService {
   async create(request: CreateExecutionRequest): Promise<ExecutionRecord> {
     this.#manager.assertCapacity();
     this.#manager.assertInputFits(request.input);
-    const record = await this.#executions.createExecution({
-      id: uuidv7(),
-      configName: request.configName ?? request.config.name,
-      configVersion: request.configVersion ?? request.config.version ?? null,
-      configSnapshot: request.config,
-      input: request.input ?? null,
-    });
-    await this.#start(record, { kind: "init", ...(request.input == null ? {} : { input: request.input }) });
-    return record;
+    const id = uuidv7();
+    this.#startingHere.add(id);
+    try {
+      const record = await this.#executions.createExecution({
+        id,
+        configName: request.configName ?? request.config.name,
+        configVersion: request.configVersion ?? request.config.version ?? null,
+        configSnapshot: request.config,
+        input: request.input ?? null,
+      });
+      await this.#start(record, { kind: "init", ...(request.input == null ? {} : { input: request.input }) });
+      return record;
+    } finally {
+      this.#startingHere.delete(id);
+    }
   }
 
   /**
@@ -118,17 +126,23 @@ export class ExecutionService {
       );
     }
     this.#manager.assertCapacity();
-    const record = await this.#executions.createExecution({
-      id: uuidv7(),
-      configName: parent.configName,
-      configVersion: parent.configVersion,
-      configSnapshot: snapshot,
-      input: null,
-      parentExecutionId: parentId,
-      replayFromRoute: request.fromRoute,
-    });
-    await this.#start(record, { kind: "inputs", route: request.fromRoute, inputs });
-    return record;
+    const id = uuidv7();
+    this.#startingHere.add(id);
+    try {
+      const record = await this.#executions.createExecution({
+        id,
+        configName: parent.configName,
+        configVersion: parent.configVersion,
+        configSnapshot: snapshot,
+        input: null,
+        parentExecutionId: parentId,
+        replayFromRoute: request.fromRoute,
+      });
+      await this.#start(record, { kind: "inputs", route: request.fromRoute, inputs });
+      return record;
+    } finally {
+      this.#startingHere.delete(id);
+    }
   }
 
   /**
@@ -143,7 +157,18 @@ export class ExecutionService {
     const record = await this.get(executionId);
     if (record.status !== "running")
       throw new ExecutionNotFoundError(executionId, `is ${record.status}, not running`);
-    if (this.#manager.get(executionId) !== undefined) return record;
+    if (this.#manager.get(executionId) !== undefined || this.#startingHere.has(executionId)) return record;
+    this.#startingHere.add(executionId);
+    try {
+      await this.#resumeHere(record);
+    } finally {
+      this.#startingHere.delete(executionId);
+    }
+    return record;
+  }
+
+  async #resumeHere(record: ExecutionRecord): Promise<void> {
+    const executionId = record.id;
     await this.#abandonOpenAdapterRows(executionId);
     const { messages, missing } = await openMessageRows(this.#lineage, executionId);
     if (missing.length > 0)
@@ -157,7 +182,48 @@ export class ExecutionService {
         executionId,
       });
     await this.#start(record, messages.length === 0 ? { kind: "none" } : { kind: "reseed", messages });
-    return record;
+  }
+
+  /**
+   * Cluster mode: consumes the queues of a `running` execution another server started, as one more
+   * competing consumer. Publishes nothing, and a failed join leaves the execution running for the
+   * others. False when it already runs here or is no longer running.
+   */
+  async join(executionId: string): Promise<boolean> {
+    const here = () => this.#manager.get(executionId) !== undefined || this.#startingHere.has(executionId);
+    if (here()) return false;
+    const record = await this.#executions.getExecution(executionId);
+    if (record === undefined || record.status !== "running" || here()) return false;
+    const emit = (type: Parameters<ExecutionEventHub["emit"]>[1], data: Record<string, JsonValue>) =>
+      this.hub.emit(record.id, type, data);
+    if (!this.hub.has(record.id)) emit("started", { configName: record.configName, joined: true });
+    await this.#manager.start({
+      executionId: record.id,
+      record,
+      config: record.configSnapshot,
+      seed: { kind: "none" },
+      emit,
+      participant: true,
+    });
+    return true;
+  }
+
+  /**
+   * Cluster mode: the row of an execution this process runs says it ended elsewhere (completed,
+   * cancelled or failed by another server). Stops it here; the event reports the row's status.
+   */
+  async endedElsewhere(executionId: string): Promise<void> {
+    const orchestrator = this.#manager.get(executionId);
+    // The row decides: finishing it again is refused, and the orchestrator reports what it says.
+    if (orchestrator !== undefined) await orchestrator.cancel("ended by another server");
+  }
+
+  /**
+   * Cluster takeover: closes the adapter rows of invocations that died with another server. Only
+   * call it when the broker holds nothing for the execution (no live invocation anywhere).
+   */
+  closeDeadInvocations(executionId: string): Promise<void> {
+    return this.#abandonOpenAdapterRows(executionId);
   }
 
   /**

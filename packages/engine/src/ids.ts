@@ -1,21 +1,15 @@
 import * as crypto from "node:crypto";
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { JsonValue } from "@factflow/protocols";
+import { v7 } from "uuid";
 
-/** A UUIDv7 (time-ordered), used for execution ids so they sort by creation time. */
-export function uuidv7(now = Date.now()): string {
-  const bytes = randomBytes(16);
-  // 48-bit big-endian millisecond timestamp.
-  bytes[0] = Math.floor(now / 2 ** 40) & 0xff;
-  bytes[1] = Math.floor(now / 2 ** 32) & 0xff;
-  bytes[2] = Math.floor(now / 2 ** 24) & 0xff;
-  bytes[3] = Math.floor(now / 2 ** 16) & 0xff;
-  bytes[4] = Math.floor(now / 2 ** 8) & 0xff;
-  bytes[5] = now & 0xff;
-  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x70;
-  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80;
-  const hex = bytes.toString("hex");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+/**
+ * A UUIDv7 (RFC 9562, time-ordered) from the `uuid` package, used for execution ids so they sort by
+ * creation time. Without `now` the ids of one process are monotonic (a counter orders ids made in the
+ * same millisecond); with `now` the id carries that millisecond and random bits after it.
+ */
+export function uuidv7(now?: number): string {
+  return now === undefined ? v7() : v7({ msecs: now });
 }
 
 /** A random UUIDv4 for lineage rows and messages. */
@@ -43,9 +37,43 @@ export function childMessageId(parentId: string, route: string, queue: string, i
 /** JSON with object keys sorted, so equal values hash equally whatever their key order. */
 export function canonicalJson(value: JsonValue): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const keys = Object.keys(value).sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k] as JsonValue)}`).join(",")}}`;
+  let out = "";
+  if (Array.isArray(value)) {
+    out = "[";
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? "" : ",") + canonicalJson(value[i] as JsonValue);
+    return `${out}]`;
+  }
+  const keys = Object.keys(value);
+  // Most objects are built with their keys already in order: only sort the others.
+  for (let i = 1; i < keys.length; i++) {
+    if ((keys[i - 1] as string) > (keys[i] as string)) {
+      keys.sort();
+      break;
+    }
+  }
+  out = "{";
+  let first = true;
+  for (const k of keys) {
+    out += `${first ? "" : ","}${JSON.stringify(k)}:${canonicalJson(value[k] as JsonValue)}`;
+    first = false;
+  }
+  return `${out}}`;
+}
+
+let lastMs = -1;
+let lastIso = "";
+
+/**
+ * `new Date().toISOString()`, formatted once per millisecond: the hot path stamps several lineage
+ * timestamps per message, mostly within the same millisecond.
+ */
+export function nowIso(): string {
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
 }
 
 type OneShotHash = (algorithm: string, data: string, encoding: "hex") => string;

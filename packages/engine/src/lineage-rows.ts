@@ -5,6 +5,7 @@ import {
   type LineageErrorInfo,
   type LineageRow,
 } from "@factflow/protocols";
+import { nowIso } from "./ids.js";
 
 /** The `message` row of a message about to be published to `route`. Its id is the message id. */
 export function messageRow(input: {
@@ -13,21 +14,22 @@ export function messageRow(input: {
   messageId: string;
   correlationId: string;
   payload: JsonValue;
-  parentId?: string;
+  parentId?: string | undefined;
 }): LineageRow {
-  return {
+  const row: { -readonly [K in keyof LineageRow]: LineageRow[K] } = {
     id: input.messageId,
     executionId: input.executionId,
     kind: "message",
     route: input.route,
     messageId: input.messageId,
     correlationId: input.correlationId,
-    ...(input.parentId === undefined ? {} : { parentId: input.parentId }),
     attempt: 1,
     status: "pending",
     payload: input.payload,
-    startedAt: new Date().toISOString(),
+    startedAt: nowIso(),
   };
+  if (input.parentId !== undefined) row.parentId = input.parentId;
+  return row;
 }
 
 /** Describes a thrown value for lineage; a thrown `FactflowError` keeps its own `retryable`. */

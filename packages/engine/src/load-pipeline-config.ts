@@ -6,12 +6,14 @@ import {
   findJsonHazard,
   type PipelineConfig,
   PipelineConfigSchema,
+  type QueueProtocol,
 } from "@factflow/protocols";
 import { CORE_SCHEMA, load as loadYaml, YAMLException } from "js-yaml";
 import * as v from "valibot";
 import { isMap, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import type { AdapterRegistry } from "./adapter-registry.js";
 import { checkPipelineSemantics, type RawIssue } from "./config-checks.js";
+import { checkQueueCapabilities } from "./route-queue-options.js";
 
 /** Options of `loadPipelineConfig`. */
 export interface LoadPipelineConfigOptions {
@@ -33,6 +35,11 @@ export interface LoadPipelineConfigOptions {
    * into it first, if its `ModuleAccess` allows them. Without it, adapter types are not checked.
    */
   readonly registry?: AdapterRegistry;
+  /**
+   * The queue provider the pipeline will run on: routes asking for what it cannot do (ordered
+   * groups, priorities, FIFO) are reported. Without it, capabilities are checked when an execution starts.
+   */
+  readonly provider?: Pick<QueueProtocol, "name" | "capabilities">;
 }
 
 export const DEFAULT_MAX_CONFIG_BYTES = 1_048_576;
@@ -99,6 +106,10 @@ export async function loadPipelineConfig(
   }
   await nextTurn();
   issues.push(...checkPipelineSemantics(config, options.registry).map(toIssue));
+  if (options.provider !== undefined) {
+    const { name, capabilities } = options.provider;
+    issues.push(...checkQueueCapabilities(config, capabilities, name).map(toIssue));
+  }
   if (issues.length > 0) throw new ConfigError(subject, issues);
   return deepFreeze(config);
 }

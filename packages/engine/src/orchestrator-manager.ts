@@ -8,12 +8,14 @@ import {
 import { TooManyConcurrentExecutionsError } from "./errors.js";
 import type { ExecutionEventType } from "./execution-events.js";
 import { callHook, type ExecutionHooks } from "./execution-hooks.js";
+import { ExecutionScopedQueue } from "./execution-scoped-queue.js";
 import {
   type ExecutionSeed,
   type OrchestratorEnd,
   type OrchestratorServices,
   PipelineOrchestrator,
 } from "./pipeline-orchestrator.js";
+import { publishReseed, type ReseedMessage } from "./reseed.js";
 
 /** Bytes of an init message's encoding kept for its headers (ids, attempt, execution, trace). */
 const INIT_HEADER_ROOM = 4096;
@@ -35,6 +37,11 @@ export interface StartRequest {
   readonly config: PipelineConfig;
   readonly seed: ExecutionSeed;
   readonly emit: (type: ExecutionEventType, data: Record<string, JsonValue>) => void;
+  /**
+   * Joins an execution another server started (cluster mode): consumes its queues, publishes no
+   * seed, does not count against `maxConcurrent`, and a failed join leaves the execution running.
+   */
+  readonly participant?: boolean;
 }
 
 /**
@@ -46,6 +53,8 @@ export class OrchestratorManager {
   readonly maxConcurrent: number;
   readonly #services: OrchestratorManagerOptions;
   readonly #running = new Map<string, PipelineOrchestrator>();
+  /** Ids of the running orchestrators that only joined (see `StartRequest.participant`). */
+  readonly #participants = new Set<string>();
   /** `onExecutionEnded` calls under way, so shutdown can wait for them. */
   readonly #ending = new Set<Promise<void>>();
   #reserved = 0;
@@ -64,7 +73,7 @@ export class OrchestratorManager {
         "[factflow/engine] the engine is shut down; no new execution can start",
       );
     }
-    if (this.#running.size + this.#reserved >= this.maxConcurrent)
+    if (this.#running.size - this.#participants.size + this.#reserved >= this.maxConcurrent)
       throw new TooManyConcurrentExecutionsError(this.maxConcurrent);
   }
 
@@ -93,24 +102,45 @@ export class OrchestratorManager {
 
   /** Starts an orchestrator; resolves once every route is subscribed and the seed is published. */
   async start(request: StartRequest): Promise<PipelineOrchestrator> {
-    this.assertCapacity();
-    this.#reserved++;
+    const participant = request.participant === true;
+    const existing = this.#running.get(request.executionId);
+    if (existing !== undefined) {
+      // Joining what runs here already is a no-op; starting it twice would be a bug.
+      if (participant) return existing;
+      throw new PipelineError(
+        "invalid_argument",
+        `[factflow/engine] execution ${request.executionId} already runs in this process`,
+      );
+    }
+    if (participant) {
+      if (this.#closed)
+        throw new PipelineError("cancelled", "[factflow/engine] the engine is shut down; not joining");
+    } else {
+      this.assertCapacity();
+    }
+    this.#reserved += participant ? 0 : 1;
     const orchestrator = new PipelineOrchestrator({
       ...this.#services,
       executionId: request.executionId,
       config: request.config,
       seed: request.seed,
       emit: request.emit,
+      ...(participant ? { participant: true } : {}),
       ...(this.#services.progressIntervalMs === undefined
         ? {}
         : { progressIntervalMs: this.#services.progressIntervalMs }),
     });
     this.#running.set(request.executionId, orchestrator);
-    this.#reserved--;
+    if (participant) this.#participants.add(request.executionId);
+    else this.#reserved--;
     const { hooks, logger } = this.#services;
     const { record } = request;
     const ended = orchestrator.done.then(async (end) => {
-      this.#running.delete(request.executionId);
+      // Only this orchestrator's entry: a later join of the same execution may have replaced it.
+      if (this.#running.get(request.executionId) === orchestrator) {
+        this.#running.delete(request.executionId);
+        this.#participants.delete(request.executionId);
+      }
       const onEnded = hooks?.onExecutionEnded;
       if (onEnded !== undefined)
         await callHook(logger, "onExecutionEnded", record.id, () => onEnded(record, end));
@@ -125,8 +155,27 @@ export class OrchestratorManager {
     return orchestrator;
   }
 
+  /**
+   * Re-publishes open message rows of an execution (marked re-seeded, so a copy of a message that
+   * settled meanwhile is acknowledged unrun) into its scoped queues: a resume, or a cluster
+   * takeover, of an execution whose routes are already consumed.
+   */
+  async reseed(record: ExecutionRecord, messages: readonly ReseedMessage[]): Promise<void> {
+    const queue = new ExecutionScopedQueue(this.#services.queue, record.id);
+    const logger = this.#services.logger.child({ executionId: record.id });
+    const settled = this.#running.get(record.id)?.settled;
+    await publishReseed(queue, record.configSnapshot, messages, logger, {
+      ...(settled === undefined ? {} : { settled }),
+    });
+  }
+
   get(executionId: string): PipelineOrchestrator | undefined {
     return this.#running.get(executionId);
+  }
+
+  /** True when the execution runs here only because this process joined it (cluster mode). */
+  isParticipant(executionId: string): boolean {
+    return this.#participants.has(executionId);
   }
 
   /** Ids of the executions running in this process. */

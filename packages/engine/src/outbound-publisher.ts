@@ -1,10 +1,23 @@
-import { Headers, type JsonValue, type MessageEnvelope, PipelineError } from "@factflow/protocols";
+import {
+  Headers,
+  type JsonValue,
+  type LineageRow,
+  type MessageEnvelope,
+  type OutboundMessage,
+  PipelineError,
+} from "@factflow/protocols";
 import type { PendingEmit } from "./adapter-chain.js";
-import { childMessageId } from "./ids.js";
+import { childMessageId, nowIso } from "./ids.js";
 import { errorInfoOf, messageRow } from "./lineage-rows.js";
 import { isReseeded, RESEED_HEADER } from "./reseed.js";
 import type { ExecutionRuntime } from "./runtime.js";
 import type { Watermark } from "./semaphore.js";
+import type { ChainTrace } from "./tracing.js";
+
+/** Fan-out targets prepared between two turns of the event loop. */
+const YIELD_EVERY = 512;
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** What one settled chain sends on. */
 export interface OutboundBatch {
@@ -12,6 +25,12 @@ export interface OutboundBatch {
   readonly outbound: readonly string[];
   /** The delivery being handled (its correlation id is inherited). */
   readonly envelope: MessageEnvelope;
+  /**
+   * The broker handed this delivery out before (to this process or another one). Its children may
+   * then have been published and settled already, possibly by another server of a cluster, so they
+   * are flagged like re-seeded messages and judged by their lineage rows on arrival.
+   */
+  readonly redelivered?: boolean;
   /** The chain's final data: published to every outbound queue unless null. */
   readonly data: JsonValue | null;
   /** The adapter row the final data came from. */
@@ -23,9 +42,11 @@ export interface OutboundBatch {
    * Output ids then derive from every member: after a restart the same message may complete a batch
    * with other members, and that batch must not take the ids of the one it completed before.
    */
-  readonly batchMembers?: readonly string[];
+  readonly batchMembers?: readonly string[] | undefined;
   readonly watermark: Watermark;
   readonly maxFanoutPending: number;
+  /** The delivery's spans, when the engine traces: each message carries its producer's context. */
+  readonly trace?: ChainTrace | undefined;
 }
 
 interface Target {
@@ -65,21 +86,24 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
     }
   }
   const correlationId = batch.envelope.correlationId;
-  const reseeded = isReseeded(batch.envelope);
+  const reseeded = batch.redelivered === true || isReseeded(batch.envelope);
   const ledger = runtime.deliveries;
-  const rows: ReturnType<typeof messageRow>[] = [];
+  const rows: LineageRow[] = [];
   const sends: Target[] = [];
   const parentKey =
     batch.batchMembers === undefined || batch.batchMembers.length === 0
       ? batch.envelope.id
       : [batch.envelope.id, ...batch.batchMembers].sort().join("+");
-  targets.forEach((t, index) => {
+  for (let index = 0; index < targets.length; index++) {
+    const t = targets[index] as Target;
+    // A large fan-out is prepared in slices, so timers and other deliveries still run meanwhile.
+    if (index % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
     // Same parent (or batch members), route, queue and position → same id: a re-run of this delivery
     // republishes the very messages (and lineage rows) of its first run, never a second generation.
     const messageId = childMessageId(parentKey, batch.route, t.queue, index);
     // A child already handled here (or being handled) needs no second copy: republishing it would
     // only make a duplicate, and re-registering its row could queue `pending` over its settlement.
-    if (ledger.settled(messageId) !== undefined || ledger.isRunning(messageId)) return;
+    if (ledger.isSettled(messageId) || ledger.isRunning(messageId)) continue;
     sends.push(t);
     rows.push(
       messageRow({
@@ -88,10 +112,10 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
         messageId,
         correlationId,
         payload: t.body,
-        ...(t.parentId === undefined ? {} : { parentId: t.parentId }),
+        parentId: t.parentId,
       }),
     );
-  });
+  }
   targets = sends;
   if (targets.length === 0) return 0;
   batch.watermark.add(targets.length);
@@ -108,47 +132,73 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
       if (runtime.lineage.counters().queued > runtime.maxLineageBacklog) await runtime.lineage.flush();
     }
     let failure: unknown;
-    let next = 0;
-    const worker = async () => {
-      while (next < targets.length) {
-        const i = next++;
-        const target = targets[i] as Target;
-        const row = rows[i] as (typeof rows)[number];
-        try {
-          await runtime.queue.publish(`/queue/${target.queue}`, {
-            id: row.id,
-            body: target.body,
-            correlationId,
-            headers: {
-              ...target.headers,
-              // Children of a re-seeded message may have run already in the process that died.
-              ...(reseeded ? { [RESEED_HEADER]: "1" } : {}),
-              ...(target.parentId === undefined ? {} : { [Headers.lineageParent]: target.parentId }),
-            },
-            ...(target.priority === undefined ? {} : { priority: target.priority }),
-          });
-          published++;
-        } catch (error) {
-          failure ??= error;
-          // Never published: close its row so the execution can still complete.
-          runtime.lineage.update(row.id, {
-            status: "failed",
-            error: errorInfoOf(error),
-            finishedAt: new Date().toISOString(),
-          });
-        } finally {
-          remaining--;
-          batch.watermark.done(1);
-        }
+    if (targets.length === 1) {
+      // One message (the common relay): no worker pool.
+      try {
+        await publishTarget(runtime, batch, targets[0] as Target, (rows[0] as LineageRow).id, reseeded);
+        published++;
+      } finally {
+        remaining--;
+        batch.watermark.done(1);
       }
-    };
-    // At most `max_fanout_pending` publishes in flight (and a sane cap on concurrent sends).
-    const width = Math.min(targets.length, batch.maxFanoutPending, 64);
-    await Promise.all(Array.from({ length: width }, worker));
+    } else {
+      let next = 0;
+      const worker = async () => {
+        while (next < targets.length) {
+          const i = next++;
+          try {
+            await publishTarget(runtime, batch, targets[i] as Target, (rows[i] as LineageRow).id, reseeded);
+            published++;
+          } catch (error) {
+            failure ??= error;
+          } finally {
+            remaining--;
+            batch.watermark.done(1);
+          }
+        }
+      };
+      // At most `max_fanout_pending` publishes in flight (and a sane cap on concurrent sends).
+      const width = Math.min(targets.length, batch.maxFanoutPending, 64);
+      await Promise.all(Array.from({ length: width }, worker));
+    }
     if (failure !== undefined) throw failure;
     return published;
   } catch (error) {
     batch.watermark.done(remaining); // what was never attempted (e.g. registerPending failed)
+    throw error;
+  }
+}
+
+/**
+ * Publishes one target under its registered row's id; a failed publish closes that row (never
+ * published, it must not keep the execution open) and rethrows.
+ */
+async function publishTarget(
+  runtime: ExecutionRuntime,
+  batch: OutboundBatch,
+  target: Target,
+  id: string,
+  reseeded: boolean,
+): Promise<void> {
+  const headers: Record<string, string> = target.headers === undefined ? {} : { ...target.headers };
+  // Children of a re-seeded or redelivered message may have run already, in a process that died
+  // or in another server of the cluster.
+  if (reseeded) headers[RESEED_HEADER] = "1";
+  if (target.parentId !== undefined) headers[Headers.lineageParent] = target.parentId;
+  // The execution's id set here spares the execution-scoped queue a copy of the message.
+  const message: OutboundMessage = {
+    id,
+    body: target.body,
+    correlationId: batch.envelope.correlationId,
+    executionId: runtime.executionId,
+    headers,
+  };
+  if (target.priority !== undefined) message.priority = target.priority;
+  batch.trace?.stamp(message, target.parentId);
+  try {
+    await runtime.queue.publish(`/queue/${target.queue}`, message);
+  } catch (error) {
+    runtime.lineage.update(id, { status: "failed", error: errorInfoOf(error), finishedAt: nowIso() });
     throw error;
   }
 }

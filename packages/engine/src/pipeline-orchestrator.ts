@@ -7,14 +7,20 @@ import {
   type JsonValue,
   type LineageProtocol,
   type Logger,
+  overrideInbound,
   type PipelineConfig,
   PipelineError,
   ProviderError,
+  type QueueDefinition,
+  type QueueDefinitionStoreProtocol,
   type QueueProtocol,
   type RecordedInput,
   type RetryConfig,
+  type RouteConfig,
   resolveRetryPolicy,
   type StorageProtocol,
+  type Tracer,
+  type TraceSpan,
 } from "@factflow/protocols";
 import type { AdapterRegistry } from "./adapter-registry.js";
 import { CompletionGate } from "./completion-gate.js";
@@ -24,10 +30,15 @@ import { ExecutionScopedQueue } from "./execution-scoped-queue.js";
 import { newId } from "./ids.js";
 import { LineageReconciler } from "./lineage-reconciler.js";
 import { messageRow } from "./lineage-rows.js";
+import { priorityRules, withPriorityStamp } from "./priority-stamp.js";
 import { publishReseed, type ReseedMessage } from "./reseed.js";
+import { createRouteCondition, type RouteCondition } from "./route-condition.js";
 import { RouteProcessor } from "./route-processor.js";
+import { checkQueueCapabilities, routeQueueOptions } from "./route-queue-options.js";
 import type { ExecutionRuntime } from "./runtime.js";
 import { Semaphore } from "./semaphore.js";
+import { withStepCondition } from "./step-condition.js";
+import { endExecutionSpan, startExecutionSpan } from "./tracing-execution.js";
 
 /** What starts the message flow of an execution. */
 export type ExecutionSeed =
@@ -76,6 +87,13 @@ export interface OrchestratorServices {
    * delay of its routes, at least 30 s
    */
   readonly reconcileAfterMs?: number;
+  /**
+   * Named queue definitions kept by the application: they override the settings of the routes
+   * reading those queues when the execution starts, and changes reach the running routes.
+   */
+  readonly queueDefinitions?: QueueDefinitionStoreProtocol;
+  /** Traces the execution and every delivery (docs/observability.md). @default no tracing */
+  readonly tracer?: Tracer;
 }
 
 export interface PipelineOrchestratorOptions extends OrchestratorServices {
@@ -85,6 +103,11 @@ export interface PipelineOrchestratorOptions extends OrchestratorServices {
   readonly emit: (type: ExecutionEventType, data: Record<string, JsonValue>) => void;
   /** Interval of `route_progress` events, in ms. @default 500 */
   readonly progressIntervalMs?: number;
+  /**
+   * Joined an execution another server started (cluster mode): a failed start stops this
+   * orchestrator without failing the execution. @default false
+   */
+  readonly participant?: boolean;
 }
 
 /** How an orchestrator ended: a final status, or `stopped` (shut down, the execution left running). */
@@ -102,39 +125,57 @@ export class PipelineOrchestrator {
   readonly #options: PipelineOrchestratorOptions;
   readonly #abort = new AbortController();
   readonly #adapters: Adapter[] = [];
+  readonly #conditions: RouteCondition[] = [];
+  /** The config with the application's queue definitions applied (see `queueDefinitions`). */
+  #config: PipelineConfig;
+  #stopListening: (() => void) | undefined;
   #resolveDone!: (end: OrchestratorEnd) => void;
   #gate: CompletionGate | undefined;
   #ending = false;
   #lastSettled = 0;
   #progressTimer: NodeJS.Timeout | undefined;
   #lastProgress = "";
+  /** Message ids settled here (the ledger every route of the execution shares). */
+  readonly #deliveries: DeliveryLedger;
+  /** Ids re-published by a resume or a cluster takeover: deliveries of them read lineage first. */
+  readonly #reseeded: Set<string>;
+  /** The execution's span, when traced: the parent of the deliveries of its seed messages. */
+  #span: TraceSpan | undefined;
 
   constructor(options: PipelineOrchestratorOptions) {
     this.#options = options;
+    this.#config = options.config;
     this.executionId = options.executionId;
     // Every in-flight delivery listens on the execution's signal; that is not a leak.
     setMaxListeners(0, this.#abort.signal);
+    this.#deliveries = new DeliveryLedger(options.settledMemory);
+    this.#reseeded = new Set(options.seed.kind === "reseed" ? options.seed.messages.map((m) => m.id) : []);
     this.done = new Promise((resolve) => {
       this.#resolveDone = resolve;
     });
   }
 
   async start(): Promise<void> {
-    const { config, executionId } = this.#options;
+    const { executionId, tracer } = this.#options;
+    if (tracer !== undefined)
+      this.#span = startExecutionSpan(tracer, executionId, this.#options.config, this.#options.seed.kind);
+    const definitions = this.#options.queueDefinitions;
+    const startDefinitions = await definitions?.all();
+    const config = withQueueDefinitions(this.#options.config, startDefinitions);
+    this.#config = config;
     const logger = this.#options.logger.child({ executionId });
     const queue = new ExecutionScopedQueue(this.#options.queue, executionId);
     const routeOfQueue = new Map(Object.entries(config.routes).map(([name, r]) => [r.inbound.queue, name]));
     const runtime: ExecutionRuntime = {
       executionId,
-      queue,
+      // Queues whose route reads the priority from a payload field or header get it stamped on publish.
+      queue: withPriorityStamp(queue, priorityRules(config)),
       lineage: this.#options.lineage,
       storage: this.#options.storage,
       logger,
       globalSlots: new Semaphore(config.settings.max_handlers),
-      deliveries: new DeliveryLedger(this.#options.settledMemory),
-      reseeded: new Set(
-        this.#options.seed.kind === "reseed" ? this.#options.seed.messages.map((m) => m.id) : [],
-      ),
+      deliveries: this.#deliveries,
+      reseeded: this.#reseeded,
       signal: this.#abort.signal,
       strictLineage: this.#options.strictLineage ?? true,
       maxLineageBacklog: this.#options.maxLineageBacklog ?? 1000,
@@ -151,6 +192,14 @@ export class PipelineOrchestrator {
       },
     };
     try {
+      const provider = this.#options.queue;
+      const unsupported = checkQueueCapabilities(config, provider.capabilities, provider.name);
+      if (unsupported.length > 0) {
+        throw new PipelineError(
+          "invalid_argument",
+          `[factflow/engine] ${unsupported.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+        );
+      }
       // A snapshot resumed or replayed in a fresh process may name user modules not loaded yet.
       const failures = await this.#options.registry.loadModules(config.adapter_modules);
       if (failures.length > 0) {
@@ -162,15 +211,32 @@ export class PipelineOrchestrator {
       for (const [name, route] of Object.entries(config.routes)) {
         const adapters: Adapter[] = [];
         for (const spec of route.adapters) {
+          const context = {
+            logger: logger.child({ route: name, adapter: spec.type }),
+            executionId,
+            route: name,
+          };
+          const adapter = await this.#options.registry.create(
+            spec.type,
+            spec.config as Record<string, JsonValue>,
+            context,
+          );
           adapters.push(
-            await this.#options.registry.create(spec.type, spec.config as Record<string, JsonValue>, {
-              logger: logger.child({ route: name, adapter: spec.type }),
-              executionId,
-              route: name,
-            }),
+            spec.condition === undefined
+              ? adapter
+              : await withStepCondition(adapter, spec.condition, this.#options.registry, context),
           );
         }
         this.#adapters.push(...adapters);
+        const condition =
+          route.condition === undefined
+            ? undefined
+            : await createRouteCondition(route.condition, this.#options.registry, {
+                logger: logger.child({ route: name, condition: true }),
+                executionId,
+                route: name,
+              });
+        if (condition !== undefined) this.#conditions.push(condition);
         this.processors.push(
           new RouteProcessor(runtime, {
             name,
@@ -179,6 +245,9 @@ export class PipelineOrchestrator {
             retry: toRetryPolicy(route.retry ?? config.settings.retry),
             maxFanoutPending: config.settings.max_fanout_pending,
             handlerTimeoutMs: config.settings.handler_timeout_ms,
+            queueOptions: routeQueueOptions(route, config.settings.handler_timeout_ms),
+            ...(condition === undefined ? {} : { condition }),
+            ...(tracer === undefined ? {} : { tracer }),
             ...(this.#options.processingMarkMs === undefined
               ? {}
               : { processingMarkMs: this.#options.processingMarkMs }),
@@ -197,6 +266,13 @@ export class PipelineOrchestrator {
         lineage: this.#options.lineage,
         logger,
         onComplete: () => void this.#end("completed"),
+        // A server that joined (cluster mode) waits until the creator has registered the seed.
+        ...(this.#options.participant === true
+          ? {
+              seeded: async () =>
+                (await this.#options.lineage.rows(executionId, { offset: 0, limit: 1 })).items.length > 0,
+            }
+          : {}),
         queuesDrained: async () => {
           for (const destination of destinations) {
             try {
@@ -221,14 +297,41 @@ export class PipelineOrchestrator {
       });
       // Every route subscribed before anything is published: nothing is sent to a queue nobody reads.
       for (const processor of this.processors) await processor.start();
+      const applyDefinition = async (name: string, definition: QueueDefinition): Promise<void> => {
+        const original = Object.values(this.#options.config.routes).find((r) => r.inbound.queue === name);
+        if (original === undefined) return;
+        await this.reconfigureQueue(
+          name,
+          overrideInbound(original.inbound, definition),
+          definition.retry ?? original.retry,
+        );
+      };
+      this.#stopListening = definitions?.onChange(applyDefinition);
+      // A definition changed between the first read and the listener (another server's PUT) would
+      // otherwise reach this execution only with the next change: read again and apply what moved.
+      if (definitions !== undefined) {
+        for (const [name, definition] of await definitions.all()) {
+          if (JSON.stringify(definition) !== JSON.stringify(startDefinitions?.get(name))) {
+            await applyDefinition(name, definition);
+          }
+        }
+      }
       await this.#publishSeed(queue, routeOfQueue, runtime);
     } catch (error) {
-      await this.#end("failed", (error as Error).message);
+      await this.#end(this.#options.participant === true ? "stopped" : "failed", (error as Error).message);
       throw error;
     }
     this.#progressTimer = setInterval(() => this.#emitProgress(), this.#options.progressIntervalMs ?? 500);
     this.#progressTimer.unref();
     this.#gate.start();
+  }
+
+  /** True for a message this process has settled for good. */
+  settled = (messageId: string): boolean => this.#deliveries.settled(messageId) !== undefined;
+
+  /** Marks messages re-published by a takeover: an original of one arriving here reads lineage first. */
+  markReseeded(messageIds: Iterable<string>): void {
+    for (const id of messageIds) this.#reseeded.add(id);
   }
 
   /** Stops the execution and marks it cancelled. */
@@ -246,6 +349,49 @@ export class PipelineOrchestrator {
     return this.#end("stopped");
   }
 
+  /**
+   * Applies changed queue settings to the route consuming `queue` (a runtime queue definition
+   * change): it re-subscribes with them, or pauses at `concurrency: 0`. Resolves once the new
+   * consumer is subscribed. False when no route of this execution reads that queue.
+   */
+  async reconfigureQueue(
+    queueName: string,
+    inbound: RouteConfig["inbound"],
+    retry?: RouteConfig["retry"],
+  ): Promise<boolean> {
+    const entry = Object.entries(this.#config.routes).find(([, r]) => r.inbound.queue === queueName);
+    const processor = entry === undefined ? undefined : this.processors.find((p) => p.name === entry[0]);
+    if (entry === undefined || processor === undefined || this.#ending) return false;
+    const [name, previous] = entry;
+    const route: RouteConfig = { ...previous, inbound, ...(retry === undefined ? {} : { retry }) };
+    const config = this.#config;
+    const timeout = config.settings.handler_timeout_ms;
+    const provider = this.#options.queue;
+    const unsupported = checkQueueCapabilities(
+      { ...config, routes: { [name]: route } },
+      provider.capabilities,
+      provider.name,
+    );
+    if (unsupported.length > 0) {
+      throw new PipelineError(
+        "invalid_argument",
+        `[factflow/engine] ${unsupported.map((i) => i.message).join("; ")}`,
+      );
+    }
+    const policyOf = (r: RouteConfig) => toRetryPolicy(r.retry ?? config.settings.retry);
+    try {
+      await processor.reconfigure(route, routeQueueOptions(route, timeout), policyOf(route));
+    } catch (error) {
+      // Back to what ran before (e.g. the broker refused a changed max_priority), then report it.
+      await processor
+        .reconfigure(previous, routeQueueOptions(previous, timeout), policyOf(previous))
+        .catch(() => undefined);
+      throw error;
+    }
+    this.#config = { ...config, routes: { ...config.routes, [name]: route } };
+    return true;
+  }
+
   /** Per-route counters. */
   counters(): Record<string, Record<string, number>> {
     return Object.fromEntries(this.processors.map((p) => [p.name, { ...p.counters }]));
@@ -260,6 +406,7 @@ export class PipelineOrchestrator {
     if (seed.kind === "none") return;
     if (seed.kind === "reseed") {
       const deliveries = runtime.deliveries;
+      // Re-seeded messages keep the trace context they were first published with.
       return publishReseed(queue, config, seed.messages, this.#options.logger.child({ executionId }), {
         settled: (id) => deliveries.settled(id) !== undefined,
         signal: this.#abort.signal,
@@ -297,11 +444,16 @@ export class PipelineOrchestrator {
       }),
     );
     await lineage.registerPending(rows);
+    const trace: Record<string, string> = {};
+    this.#span?.inject(trace);
+    const { traceparent, ...traceHeaders } = trace;
     for (const m of messages) {
       await queue.publish(`/queue/${routeConfig.inbound.queue}`, {
         id: m.id,
         body: m.body,
         ...(m.correlationId === undefined ? {} : { correlationId: m.correlationId }),
+        ...(traceparent === undefined ? {} : { traceparent }),
+        ...(Object.keys(traceHeaders).length === 0 ? {} : { headers: traceHeaders }),
       });
     }
   }
@@ -314,17 +466,22 @@ export class PipelineOrchestrator {
     this.#options.emit("route_progress", { routes });
   }
 
-  async #end(end: OrchestratorEnd, error?: string): Promise<OrchestratorEnd> {
+  async #end(requested: OrchestratorEnd, requestedError?: string): Promise<OrchestratorEnd> {
     if (this.#ending) return this.done;
+    // What the row says in the end: another server may have ended the execution first.
+    let end = requested;
+    let error = requestedError;
     this.#ending = true;
     const idleAt = performance.now();
     this.#gate?.close();
+    this.#stopListening?.();
     clearInterval(this.#progressTimer);
     const { executions, lineage, logger, executionId } = this.#options;
     // 1. Stop subscriptions first, so the names are free and nothing more is consumed.
     await Promise.allSettled(this.processors.map((p) => p.stop()));
     this.#abort.abort(new PipelineError("cancelled", `[factflow/engine] execution ${executionId} ${end}`));
     await Promise.allSettled(this.#adapters.map(async (a) => a.close?.()));
+    await Promise.allSettled(this.#conditions.map(async (c) => c.close?.()));
     if (end !== "stopped") {
       await lineage.flush().catch(() => undefined);
       const counters: Record<string, number> = {};
@@ -334,10 +491,19 @@ export class PipelineOrchestrator {
       }
       // 2. Then the row, 3. then the event.
       try {
-        await executions.finishExecution(executionId, end, {
+        const won = await executions.finishExecution(executionId, end, {
           ...(error === undefined ? {} : { error }),
           counters,
         });
+        // Several servers may see the end at once (cluster mode): the row took the first one only,
+        // and that is what every server reports.
+        if (won === false) {
+          const row = await executions.getExecution(executionId);
+          if (row !== undefined && row.status !== "running") {
+            end = row.status;
+            error = row.error ?? undefined;
+          }
+        }
       } catch (storeError) {
         logger.error("could not record the end of the execution", {
           executionId,
@@ -355,9 +521,32 @@ export class PipelineOrchestrator {
           : {}),
       });
     }
+    if (this.#span !== undefined) endExecutionSpan(this.#span, end, error);
     this.#resolveDone(end);
     return end;
   }
+}
+
+/** The config with stored queue definitions laid over the routes that read those queues. */
+function withQueueDefinitions(
+  config: PipelineConfig,
+  definitions: ReadonlyMap<string, QueueDefinition> | undefined,
+): PipelineConfig {
+  if (definitions === undefined || definitions.size === 0) return config;
+  const routes: Record<string, RouteConfig> = {};
+  for (const [name, route] of Object.entries(config.routes)) {
+    const definition = definitions.get(route.inbound.queue);
+    const retry = definition?.retry ?? route.retry;
+    routes[name] =
+      definition === undefined
+        ? route
+        : {
+            ...route,
+            inbound: overrideInbound(route.inbound, definition),
+            ...(retry === undefined ? {} : { retry }),
+          };
+  }
+  return { ...config, routes };
 }
 
 function toRetryPolicy(retry: RetryConfig) {

@@ -10,6 +10,8 @@ import {
   type RetryPolicy,
   type RouteConfig,
   type Subscription,
+  TraceAttribute,
+  type Tracer,
 } from "@factflow/protocols";
 import {
   type ChainOutcome,
@@ -18,13 +20,19 @@ import {
   recordAbandoned,
   runChain,
 } from "./adapter-chain.js";
+import { DeliverySignal } from "./delivery-signal.js";
 import { admitDelivery } from "./duplicate-admission.js";
 import { FatalAdapterError } from "./errors.js";
+import { nowIso } from "./ids.js";
 import { errorInfoOf } from "./lineage-rows.js";
 import { publishOutputs } from "./outbound-publisher.js";
+import { recordSkipped } from "./record-skipped.js";
+import type { RouteCondition } from "./route-condition.js";
+import type { RouteQueueOptions } from "./route-queue-options.js";
 import type { ExecutionRuntime } from "./runtime.js";
 import { Semaphore, Watermark } from "./semaphore.js";
 import { BatchState, type HeldDelivery } from "./stateful-batch.js";
+import { ChainTrace, contextOf, endDeliverySpan, startDeliverySpan } from "./tracing.js";
 
 /** Counters of one route, reported in `route_progress` events and the execution's counters. */
 export interface RouteCounters {
@@ -37,6 +45,8 @@ export interface RouteCounters {
   held: number;
   /** Redeliveries of messages already settled for good here: acknowledged without running adapters. */
   duplicates: number;
+  /** Messages the route's condition skipped (acknowledged, lineage `skipped`). */
+  skipped: number;
 }
 
 export interface RouteProcessorOptions {
@@ -51,6 +61,12 @@ export interface RouteProcessorOptions {
    * that settle sooner go straight from `pending` to their final status. @default 100
    */
   readonly processingMarkMs?: number;
+  /** Subscribe options from the route's queue settings (groups, priority, timeout, dead-lettering). */
+  readonly queueOptions?: RouteQueueOptions;
+  /** Evaluated before the adapters; `false` skips the message. */
+  readonly condition?: RouteCondition;
+  /** Traces every delivery (docs/observability.md). @default no tracing */
+  readonly tracer?: Tracer;
 }
 
 /**
@@ -69,11 +85,14 @@ export class RouteProcessor {
     inFlight: 0,
     held: 0,
     duplicates: 0,
+    skipped: 0,
   };
   readonly batches = new Map<number, BatchState>();
-  readonly #options: RouteProcessorOptions;
+  #options: RouteProcessorOptions;
   readonly #runtime: ExecutionRuntime;
-  readonly #routeSlots: Semaphore;
+  #routeSlots: Semaphore;
+  /** Set by `stop`: a reconfigure in progress must not subscribe again. */
+  #stopped = false;
   readonly #watermark: Watermark;
   #subscription: Subscription | undefined;
   /**
@@ -84,14 +103,17 @@ export class RouteProcessor {
    */
   readonly #unmarked = new Map<string, number>();
   #markTimer: NodeJS.Timeout | undefined;
-  /** The abort controllers of the deliveries in flight (see #handle). */
+  /** The abort controllers of the deliveries in flight that made one (see DeliverySignal). */
   readonly #controllers = new Set<AbortController>();
+  /** Trace context of deliveries parked in a batch, by message id: the leader links them (tracing only). */
+  readonly #heldTraces = new Map<string, Record<string, string>>();
 
   constructor(runtime: ExecutionRuntime, options: RouteProcessorOptions) {
     this.name = options.name;
     this.#options = options;
     this.#runtime = runtime;
-    this.#routeSlots = new Semaphore(options.route.inbound.concurrency);
+    // `concurrency: 0` pauses the route (no subscription); one permit keeps the semaphore valid.
+    this.#routeSlots = new Semaphore(Math.max(1, options.route.inbound.concurrency));
     this.#watermark = new Watermark(options.maxFanoutPending);
     options.adapters.forEach((adapter, index) => {
       if (isStatefulAdapter(adapter)) this.batches.set(index, new BatchState());
@@ -119,7 +141,40 @@ export class RouteProcessor {
     );
     this.#markTimer = setInterval(() => this.#markProcessing(), this.#options.processingMarkMs ?? 100);
     this.#markTimer.unref();
+    await this.#subscribe();
+    for (const [index, batch] of this.batches) {
+      const adapter = this.#options.adapters[index];
+      const interval =
+        adapter !== undefined && isStatefulAdapter(adapter) ? (adapter.flushIntervalMs ?? 5000) : 5000;
+      batch.timer = setInterval(() => void this.flushBatch(index), interval);
+      batch.timer.unref();
+    }
+  }
+
+  /** True while the route does not consume (`concurrency: 0`). */
+  get isPaused(): boolean {
+    return this.#subscription === undefined;
+  }
+
+  /**
+   * Applies changed queue settings at runtime: stops consuming (in-flight deliveries go back to the
+   * broker), waits for them to hand back, then subscribes with the new settings; `concurrency: 0`
+   * stays paused. Messages wait in the broker meanwhile, so none is lost.
+   */
+  async reconfigure(route: RouteConfig, queueOptions: RouteQueueOptions, retry?: RetryPolicy): Promise<void> {
+    const subscription = this.#subscription;
+    this.#subscription = undefined;
+    await subscription?.unsubscribe();
+    for (let i = 0; i < 600 && (this.counters.inFlight > 0 || this.counters.held > 0); i++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    this.#options = { ...this.#options, route, queueOptions, ...(retry === undefined ? {} : { retry }) };
+    this.#routeSlots = new Semaphore(Math.max(1, route.inbound.concurrency));
+    await this.#subscribe();
+  }
+
+  async #subscribe(): Promise<void> {
     const inbound = this.#options.route.inbound;
+    if (inbound.concurrency === 0 || this.#stopped) return;
     // A batch can only fill if the broker hands out that many deliveries at once.
     let capacity = 0;
     for (const index of this.batches.keys()) {
@@ -135,20 +190,17 @@ export class RouteProcessor {
           concurrency,
           retry: this.#options.retry,
           handlerTimeoutMs: this.#options.handlerTimeoutMs,
+          ...this.#options.queueOptions,
         }),
       { route: this.name, logger: this.#runtime.logger, signal: this.#runtime.signal },
     );
-    for (const [index, batch] of this.batches) {
-      const adapter = this.#options.adapters[index];
-      const interval =
-        adapter !== undefined && isStatefulAdapter(adapter) ? (adapter.flushIntervalMs ?? 5000) : 5000;
-      batch.timer = setInterval(() => void this.flushBatch(index), interval);
-      batch.timer.unref();
-    }
+    // Stopped while subscribing (a reconfigure racing the end of the execution): undo it.
+    if (this.#stopped) await this.stop();
   }
 
   /** Stops consuming; in-flight and held handlers are aborted and their messages redelivered later. */
   async stop(): Promise<void> {
+    this.#stopped = true;
     clearInterval(this.#markTimer);
     for (const batch of this.batches.values()) clearInterval(batch.timer);
     const subscription = this.#subscription;
@@ -218,34 +270,76 @@ export class RouteProcessor {
     this.#unmarked.clear();
   }
 
-  /** Acknowledges a duplicate of a settled message without running the route (see admitDelivery). */
+  /** Runs one delivery, inside a delivery span when the engine traces. */
   async #handle(delivery: Delivery, providerSignal: AbortSignal): Promise<HandlerResult> {
-    const admission = await admitDelivery(this.#runtime, this.name, delivery, providerSignal);
+    const tracer = this.#options.tracer;
+    if (tracer === undefined) return this.#admit(delivery, providerSignal, undefined);
+    const span = startDeliverySpan(tracer, this.#runtime.executionId, this.name, delivery);
+    const trace = new ChainTrace(tracer, span);
+    let result: HandlerResult;
+    try {
+      result = await span.run(() => this.#admit(delivery, providerSignal, trace));
+    } catch (error) {
+      span.end({ ok: false, message: error instanceof Error ? error.message : String(error) });
+      throw error;
+    }
+    endDeliverySpan(span, result, trace.note);
+    return result;
+  }
+
+  /** Acknowledges a duplicate of a settled message without running the route (see admitDelivery). */
+  async #admit(
+    delivery: Delivery,
+    providerSignal: AbortSignal,
+    trace: ChainTrace | undefined,
+  ): Promise<HandlerResult> {
+    let admission = admitDelivery(this.#runtime, this.name, delivery, providerSignal);
+    if (typeof admission !== "string") admission = await admission;
     if (admission === "aborted") return MessageStatus.PENDING;
     try {
       if (admission === "duplicate") {
         this.counters.duplicates++;
+        if (trace !== undefined) trace.note = "duplicate";
         return MessageStatus.ACKNOWLEDGED;
       }
-      return await this.#process(delivery, providerSignal);
+      const condition = this.#options.condition;
+      if (condition !== undefined) {
+        let run: boolean;
+        try {
+          run = await condition.test(
+            this.#runtime,
+            this.name,
+            delivery.message,
+            delivery.attempt,
+            providerSignal,
+          );
+        } catch (error) {
+          if (providerSignal.aborted) return MessageStatus.PENDING;
+          return this.#settle(delivery, MessageStatus.FAILED, errorInfoOf(error, { retryable: true }));
+        }
+        if (!run) {
+          this.counters.skipped++;
+          if (trace !== undefined) trace.note = "skipped";
+          return recordSkipped(this.#runtime, delivery);
+        }
+      }
+      return await this.#process(delivery, providerSignal, trace);
     } finally {
       this.#runtime.deliveries.release(delivery.message.id);
     }
   }
 
-  async #process(delivery: Delivery, providerSignal: AbortSignal): Promise<HandlerResult> {
+  async #process(
+    delivery: Delivery,
+    providerSignal: AbortSignal,
+    trace: ChainTrace | undefined,
+  ): Promise<HandlerResult> {
     const runtime = this.#runtime;
     // Either the provider (timeout, unsubscribe) or the execution (cancel, fail) may cancel the
-    // handler. The provider's listener is removed in `finally`; the execution's signal outlives many
-    // deliveries, so it has one listener per route that aborts every controller in flight.
-    const controller = new AbortController();
-    const signal = controller.signal;
-    const cancel = () => controller.abort(providerSignal.reason);
-    if (providerSignal.aborted || runtime.signal.aborted)
-      controller.abort(providerSignal.reason ?? runtime.signal.reason);
-    providerSignal.addEventListener("abort", cancel, { once: true });
-    // The execution's signal reaches this controller through #controllers (one listener per route).
-    this.#controllers.add(controller);
+    // handler. Its AbortSignal is made only when something waits on it (see DeliverySignal); the
+    // execution's signal outlives many deliveries, so it has one listener per route that aborts every
+    // controller made.
+    const signal = new DeliverySignal(providerSignal, runtime.signal, this.#controllers);
     const envelope = delivery.message;
     let slots = 0;
     const release = () => {
@@ -264,13 +358,16 @@ export class RouteProcessor {
       signal,
       emitted: [],
       followers: [],
+      trace,
     };
     try {
-      await runtime.globalSlots.acquire(signal);
+      // Free slots are taken synchronously; only a wait needs the AbortSignal.
+      if (!runtime.globalSlots.tryAcquire()) await runtime.globalSlots.acquire(signal.signal);
       slots = 1;
-      await this.#routeSlots.acquire(signal);
+      const routeSlots = this.#routeSlots;
+      if (!routeSlots.tryAcquire()) await routeSlots.acquire(signal.signal);
       slots = 2;
-      await this.#watermark.whenBelow(signal);
+      if (!this.#watermark.isBelow) await this.#watermark.whenBelow(signal.signal);
       // Marked `processing` by the next sweep if still in flight then (see #unmarked).
       this.#unmarked.set(envelope.id, delivery.attempt);
       let outcome: ChainOutcome = await runChain(runtime, run, envelope.body, 0, undefined);
@@ -285,9 +382,12 @@ export class RouteProcessor {
           parked.batch.remove(parked.entry);
           parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
         };
-        signal.addEventListener("abort", onAbort, { once: true });
+        const abortSignal = signal.signal;
+        abortSignal.addEventListener("abort", onAbort, { once: true });
+        if (trace !== undefined) this.#heldTraces.set(envelope.id, contextOf(trace.delivery));
         const fate = await parked.fate;
-        signal.removeEventListener("abort", onAbort);
+        this.#heldTraces.delete(envelope.id);
+        abortSignal.removeEventListener("abort", onAbort);
         this.counters.held--;
         this.counters.inFlight++;
         runtime.onActivity();
@@ -336,8 +436,7 @@ export class RouteProcessor {
       return this.#settle(delivery, MessageStatus.FAILED, info);
     } finally {
       this.#unmarked.delete(envelope.id);
-      providerSignal.removeEventListener("abort", cancel);
-      this.#controllers.delete(controller);
+      signal.dispose();
       release();
       this.counters.inFlight--;
       runtime.onMaybeIdle();
@@ -347,6 +446,18 @@ export class RouteProcessor {
   async #complete(delivery: Delivery, run: ChainRun, outcome: ChainOutcome): Promise<HandlerResult> {
     let status: MessageStatus = MessageStatus.ACKNOWLEDGED;
     let error: LineageErrorInfo | undefined;
+    if (run.trace !== undefined && run.followers.length > 0) {
+      // Fan-in: the batch's other members settle with this delivery; link their spans.
+      for (const follower of run.followers) {
+        const carrier = this.#heldTraces.get(follower.messageId);
+        if (carrier !== undefined)
+          run.trace.delivery.addLink(carrier, {
+            [TraceAttribute.linkKind]: "batch-member",
+            [TraceAttribute.messageId]: follower.messageId,
+          });
+      }
+      run.trace.delivery.setAttributes({ [TraceAttribute.batchMembers]: run.followers.length + 1 });
+    }
     if (outcome.kind === "failed") {
       error = outcome.error;
       status = error.fatal || !error.retryable ? MessageStatus.REJECTED : MessageStatus.FAILED;
@@ -358,12 +469,14 @@ export class RouteProcessor {
           route: this.name,
           outbound: this.#options.route.outbound,
           envelope: delivery.message,
+          redelivered: delivery.redelivered,
           data: outcome.data,
           lastRowId: outcome.lastRowId,
           emitted: run.emitted,
           watermark: this.#watermark,
           maxFanoutPending: this.#options.maxFanoutPending,
-          ...(run.followers.length === 0 ? {} : { batchMembers: run.followers.map((f) => f.messageId) }),
+          batchMembers: run.followers.length === 0 ? undefined : run.followers.map((f) => f.messageId),
+          trace: run.trace,
         });
       } catch (publishError) {
         if (run.signal.aborted) throw publishError;
@@ -382,7 +495,7 @@ export class RouteProcessor {
     const id = delivery.message.id;
     // The final update must follow any `processing` mark, never precede it.
     this.#unmarked.delete(id);
-    const finishedAt = new Date().toISOString();
+    const finishedAt = nowIso();
     // Every final status carries the attempt: the row may never have been marked `processing`.
     const attempt = delivery.attempt;
     const withError = error === undefined ? {} : { error };

@@ -19,6 +19,15 @@ export class Semaphore {
     return this.#waiters.length;
   }
 
+  /** Takes a permit at once when one is free and nobody waits; false otherwise (then `acquire`). */
+  tryAcquire(): boolean {
+    if (this.#available > 0 && this.#waiters.length === 0) {
+      this.#available--;
+      return true;
+    }
+    return false;
+  }
+
   acquire(signal?: AbortSignal): Promise<void> {
     if (this.#available > 0 && this.#waiters.length === 0) {
       this.#available--;
@@ -71,6 +80,11 @@ export class Watermark {
   done(count = 1): void {
     this.#pending = Math.max(0, this.#pending - count);
     while (this.#pending < this.highWater && this.#waiters.length > 0) this.#waiters.shift()?.();
+  }
+
+  /** True when a delivery may start without waiting (`whenBelow` would resolve at once). */
+  get isBelow(): boolean {
+    return this.#pending < this.highWater;
   }
 
   whenBelow(signal?: AbortSignal): Promise<void> {

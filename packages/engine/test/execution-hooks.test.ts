@@ -102,7 +102,7 @@ describe("execution lifecycle hooks", () => {
     );
     expect(timeline[3]).toBe(`publish ${scopedDestination(record.id, "hooks.first")}`);
 
-    expect(await engine.service.waitForEnd(record.id, 10_000)).toBe("completed");
+    expect(await engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
     await waitFor(() => ended.length === 1, "onExecutionEnded");
     expect(ended[0]).toMatchObject({ end: "completed", consumers: 0, status: "completed" });
     expect(ended[0]?.record.id).toBe(record.id);
@@ -110,7 +110,7 @@ describe("execution lifecycle hooks", () => {
     // A replay is a new execution, announced the same way.
     const replay = await engine.service.replay(record.id, { fromRoute: "second" });
     expect(timeline).toContain(`started ${replay.id} running`);
-    expect(await engine.service.waitForEnd(replay.id, 10_000)).toBe("completed");
+    expect(await engine.service.waitForEnd(replay.id, 60_000)).toBe("completed");
     await waitFor(() => ended.length === 2, "onExecutionEnded of the replay");
     expect(ended[1]).toMatchObject({
       end: "completed",
@@ -171,7 +171,7 @@ describe("execution lifecycle hooks", () => {
     await second.service.resume(record.id);
     expect(calls[2]).toBe(`started ${record.id}`);
     blocks.released = true;
-    expect(await second.service.waitForEnd(record.id, 10_000)).toBe("completed");
+    expect(await second.service.waitForEnd(record.id, 60_000)).toBe("completed");
     await waitFor(() => calls.length === 4, "onExecutionEnded after resume");
     expect(calls[3]).toBe(`ended ${record.id} completed`);
     await second.shutdown();
@@ -192,7 +192,7 @@ describe("execution lifecycle hooks", () => {
     );
     const config = await loadPipelineConfig(CONFIG, { registry: engine.registry });
     const record = await engine.service.create({ config });
-    expect(await engine.service.waitForEnd(record.id, 10_000)).toBe("completed");
+    expect(await engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
     await waitFor(() => errors.length === 2, "both hook failures logged");
     expect(errors).toEqual([
       "execution hook onExecutionStarted failed",

@@ -79,8 +79,8 @@ describe("ExecutionScopedQueue", () => {
     expect(destinations).toContain(`/queue/${a.id}/second.in`);
     expect(destinations).toContain(`/queue/${b.id}/second.in`);
     const [endA, endB] = await Promise.all([
-      h.engine.service.waitForEnd(a.id, 15_000),
-      h.engine.service.waitForEnd(b.id, 15_000),
+      h.engine.service.waitForEnd(a.id, 60_000),
+      h.engine.service.waitForEnd(b.id, 60_000),
     ]);
     expect([endA, endB]).toEqual(["completed", "completed"]);
     for (const [record, tag] of [
@@ -148,13 +148,13 @@ describe("OrchestratorManager and ExecutionService", () => {
   it("replays a segment from a route's recorded inputs, all or selected, as a linked execution", async () => {
     const config = await loadPipelineConfig(TWO_STEP, { registry: h.engine.registry });
     const parent = await h.engine.service.create({ config, input: { tag: "P", items: [1, 2, 3] } });
-    expect(await h.engine.service.waitForEnd(parent.id, 10_000)).toBe("completed");
+    expect(await h.engine.service.waitForEnd(parent.id, 60_000)).toBe("completed");
 
     const all = await h.engine.service.replay(parent.id, { fromRoute: "second" });
     expect(all.parentExecutionId).toBe(parent.id);
     expect(all.replayFromRoute).toBe("second");
     expect(all.configSnapshot).toEqual(parent.configSnapshot);
-    expect(await h.engine.service.waitForEnd(all.id, 10_000)).toBe("completed");
+    expect(await h.engine.service.waitForEnd(all.id, 60_000)).toBe("completed");
     const replayed = (seen.get(all.id) ?? []).map((s) => (s.body as { item: number }).item).sort();
     expect(replayed).toEqual([1, 2, 3]);
 
@@ -164,7 +164,7 @@ describe("OrchestratorManager and ExecutionService", () => {
       fromRoute: "second",
       messageIds: [chosen?.messageId ?? ""],
     });
-    expect(await h.engine.service.waitForEnd(one.id, 10_000)).toBe("completed");
+    expect(await h.engine.service.waitForEnd(one.id, 60_000)).toBe("completed");
     expect((seen.get(one.id) ?? []).map((s) => (s.body as { item: number }).item)).toEqual([2]);
     // The first route did not run in the replay.
     expect((await h.rows(one.id, "message")).every((r) => r.route === "second")).toBe(true);
@@ -192,7 +192,7 @@ describe("OrchestratorManager and ExecutionService", () => {
     await expect(refused).rejects.toMatchObject({ code: "execution_not_running" });
     await expect(refused).rejects.toThrow(/still running/);
     blocks.released = true;
-    expect(await h.engine.service.waitForEnd(running.id, 10_000)).toBe("completed");
+    expect(await h.engine.service.waitForEnd(running.id, 60_000)).toBe("completed");
   });
 
   it("streams events with increasing ids and replays them after a Last-Event-ID", async () => {
@@ -221,7 +221,7 @@ describe("OrchestratorManager and ExecutionService", () => {
     expect((await h.engine.service.get(record.id)).status).toBe("running");
     blocks.released = true;
     await h.engine.service.resume(record.id);
-    expect(await h.engine.service.waitForEnd(record.id, 10_000)).toBe("completed");
+    expect(await h.engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
     expect(seen.get(record.id)).toHaveLength(1);
   });
 

@@ -127,7 +127,7 @@ routes:
       "an abandoned row",
     );
     blocks.released = true;
-    expect(await h.engine.service.waitForEnd(record.id, 10_000)).toBe("completed");
+    expect(await h.engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
     const blockRows = (await h.rows(record.id, "adapter")).filter((r) => r.adapter === "block");
     expect(blockRows.some((r) => r.status === "abandoned" && r.error?.class === DELIVERY_ABANDONED)).toBe(
       true,

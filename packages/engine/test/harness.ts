@@ -171,7 +171,9 @@ export async function openHarness(
   } = {},
 ): Promise<Harness> {
   const dir = tempDir();
-  const db = options.db ?? (await openLineageDatabase({ dataDir: join(dir, "db") }));
+  // FACTFLOW_TEST_LINEAGE=memory runs the suite on the in-process lineage store instead of PGlite.
+  const memory = process.env.FACTFLOW_TEST_LINEAGE === "memory";
+  const db = options.db ?? (await openLineageDatabase({ dataDir: join(dir, "db"), memory }));
   const queue = options.queue ?? createEmbeddedProvider({ mode: "memory" });
   await queue.connect();
   const engine = createEngine({
@@ -194,7 +196,7 @@ export async function openHarness(
       const config = await loadPipelineConfig(yaml, { registry: engine.registry });
       const record = await engine.service.create({ config, ...(input === undefined ? {} : { input }) });
       const events: ExecutionEvent[] = [];
-      for await (const event of engine.service.events(record.id, { signal: AbortSignal.timeout(20_000) }))
+      for await (const event of engine.service.events(record.id, { signal: AbortSignal.timeout(120_000) }))
         events.push(event);
       const status = (await engine.service.get(record.id)).status;
       return { id: record.id, status, events };
@@ -220,7 +222,7 @@ export async function openHarness(
 export async function waitFor<T>(
   check: () => T | Promise<T>,
   what: string,
-  timeoutMs = 10_000,
+  timeoutMs = 60_000,
 ): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

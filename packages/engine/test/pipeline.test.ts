@@ -82,7 +82,7 @@ describe("a pipeline on the embedded provider with PGlite lineage", () => {
     try {
       const config = await loadPipelineConfig(FAN_OUT_IN, { registry: strict.registry });
       const record = await strict.service.create({ config });
-      expect(await strict.service.waitForEnd(record.id, 15_000)).toBe("completed");
+      expect(await strict.service.waitForEnd(record.id, 60_000)).toBe("completed");
       const messages = await h.rows(record.id, "message");
       expect(messages).toHaveLength(15);
       expect(messages.every((r) => r.status === "completed")).toBe(true);
@@ -142,7 +142,7 @@ describe("a pipeline on the embedded provider with PGlite lineage", () => {
       engine.service.subscribe(record.id, (event) => {
         if (event.type === "completed") order.push("event completed");
       });
-      expect(await engine.service.waitForEnd(record.id, 15_000)).toBe("completed");
+      expect(await engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
       expect(order).toEqual([
         "unsubscribed",
         "unsubscribed",
@@ -181,7 +181,7 @@ routes:
         { registry: engine.registry },
       );
       const record = await engine.service.create({ config });
-      expect(await engine.service.waitForEnd(record.id, 15_000)).toBe("completed");
+      expect(await engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
       const stored = await storage.list(`docs/${record.id}/`);
       expect(stored.map((a) => a.key).sort()).toEqual([
         `docs/${record.id}/one.json`,

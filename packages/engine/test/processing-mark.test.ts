@@ -82,7 +82,7 @@ describe("the processing mark of message rows", () => {
     try {
       const config = await loadPipelineConfig(FAN, { registry: engine.registry });
       const record = await engine.service.create({ config });
-      expect(await engine.service.waitForEnd(record.id, 15_000)).toBe("completed");
+      expect(await engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
       expect(updates.filter(([, u]) => u.status === "processing")).toEqual([]);
       const messages = (await h.db.lineage.rows(record.id, { kind: "message" })).items;
       expect(messages).toHaveLength(7);
@@ -112,7 +112,7 @@ describe("the processing mark of message rows", () => {
       await new Promise((r) => setTimeout(r, 100));
       expect(updates.filter(([id, u]) => id === row.id && u.status === "processing")).toHaveLength(1);
       blocks.released = true;
-      expect(await engine.service.waitForEnd(record.id, 15_000)).toBe("completed");
+      expect(await engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
       const [closed] = (await h.db.lineage.rows(record.id, { kind: "message" })).items;
       expect(closed).toMatchObject({ id: row.id, status: "completed", attempt: 1 });
       const order = updates.filter(([id]) => id === row.id).map(([, u]) => u.status);

@@ -103,7 +103,7 @@ describe("resume re-seeds open message rows", () => {
         expect((await second.engine.service.get(id)).status).toBe("running");
         expect((await second.db.lineage.messageStatus?.(id, splitRow))?.status).toBe("pending");
         await second.engine.service.resume(id);
-        const end = await second.engine.service.waitForEnd(id, 15_000);
+        const end = await second.engine.service.waitForEnd(id, 60_000);
         if (end !== "completed") {
           const open = (await second.db.lineage.rows(id, { limit: 1000 })).items
             .filter((r) => r.status === "pending" || r.status === "processing")
@@ -123,7 +123,7 @@ describe("resume re-seeds open message rows", () => {
       blocks.released = false;
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 180_000);
 
   it("skips the delayed original of a message whose re-seeded copy already ran", async () => {
     // In the first process the message fails once; its retry waits in the broker when the process
@@ -177,7 +177,7 @@ routes:
           15_000,
         );
         blocks.released = true;
-        expect(await second.engine.service.waitForEnd(id, 15_000)).toBe("completed");
+        expect(await second.engine.service.waitForEnd(id, 60_000)).toBe("completed");
         expect((seen.get(id) ?? []).map((s) => s.route)).toEqual(["flaky"]);
         expect(await second.db.lineage.countOpen(id)).toBe(0);
       } finally {
@@ -188,5 +188,5 @@ routes:
       blocks.released = false;
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 180_000);
 });

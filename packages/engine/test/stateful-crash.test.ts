@@ -63,7 +63,7 @@ describe("stateful (fan-in) adapters under kill -9", () => {
         await waitFor(
           () => executionId !== undefined || proc.exitCode !== null,
           "the child to hold every item",
-          25_000,
+          150_000,
         ).catch((e) => {
           throw new Error(`${e}; stderr: ${stderr}`);
         });
@@ -90,7 +90,7 @@ describe("stateful (fan-in) adapters under kill -9", () => {
       try {
         expect((await engine.service.get(id)).status).toBe("running");
         await engine.service.resume(id);
-        const end = await engine.service.waitForEnd(id, 15_000);
+        const end = await engine.service.waitForEnd(id, 60_000);
         if (end !== "completed") {
           // Say what kept it open: route counters and the rows still open.
           const open = (await db.lineage.rows(id, { limit: 1000 })).items
@@ -120,5 +120,5 @@ describe("stateful (fan-in) adapters under kill -9", () => {
       blocks.released = false;
       rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  }, 180_000);
 });

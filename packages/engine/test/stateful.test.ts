@@ -54,11 +54,11 @@ describe("stateful (fan-in) adapters", () => {
     const config = await loadPipelineConfig(withBatch(100), { registry: h.engine.registry });
     const record = await h.engine.service.create({ config });
     // The slow route is blocked, so only the timer can emit the batch.
-    await waitFor(() => itemsOf(record.id).length === 3, "the timer to emit the batch", 5000);
+    await waitFor(() => itemsOf(record.id).length === 3, "the timer to emit the batch", 60_000);
     expect((await h.engine.service.get(record.id)).status).toBe("running");
     expect(itemsOf(record.id)).toEqual(["a", "b", "c"]);
     blocks.released = true;
-    expect(await h.engine.service.waitForEnd(record.id, 10_000)).toBe("completed");
+    expect(await h.engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
   });
 
   it("keeps held messages unsettled, so a process death before emission loses none of them", async () => {
@@ -109,7 +109,7 @@ describe("stateful (fan-in) adapters", () => {
       const second = await open();
       try {
         await second.engine.service.resume(record.id);
-        expect(await second.engine.service.waitForEnd(record.id, 15_000)).toBe("completed");
+        expect(await second.engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
         expect(itemsOf(record.id)).toEqual(["a", "b", "c"]);
         expect(await db.lineage.countOpen(record.id)).toBe(0);
       } finally {

@@ -1,4 +1,4 @@
-import type { LineageCounters, Logger } from "@factflow/protocols";
+import { backoffDelayMs, type LineageCounters, type Logger } from "@factflow/protocols";
 import {
   COPY_ROWS_SQL,
   copyRowsCsv,
@@ -64,7 +64,10 @@ export class BatchCommitter {
           return false;
         }
         this.#counters.retriedWrites += size;
-        const delay = Math.min(this.#policy.retryDelayMs * 2 ** (attempt - 1), this.#policy.maxRetryDelayMs);
+        const delay = backoffDelayMs(
+          { initialDelayMs: this.#policy.retryDelayMs, maxDelayMs: this.#policy.maxRetryDelayMs },
+          attempt,
+        );
         this.#log.warn("lineage write failed; retrying", {
           attempt,
           delayMs: delay,

@@ -1,29 +1,13 @@
-import { mkdir } from "node:fs/promises";
-import { resolve } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import { FactflowError } from "@factflow/protocols";
-import { Kysely, PGliteDialect, sql } from "kysely";
-import { PostgresJSDialect } from "kysely-postgres-js";
-import postgres from "postgres";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import { describeConnectError, withConnectionErrors } from "./connection-errors.js";
-import { reconnectDelaySeconds } from "./reconnect-delay.js";
+import type { DatabaseHandles } from "./database-handles.js";
+import { createPgPool } from "./pg-pool.js";
 import { redactUrl } from "./redact-url.js";
 import type { LineageDatabaseSchema } from "./schema.js";
-import { createPgliteSqlRunner, createPostgresSqlRunner, type LineageSqlRunner } from "./sql-runner.js";
+import { createPostgresSqlRunner } from "./sql-runner.js";
 
-/** The two Kysely handles behind one lineage database. */
-export interface DatabaseHandles {
-  readonly dialect: "postgres" | "pglite";
-  /** Configs and executions. */
-  readonly db: Kysely<LineageDatabaseSchema>;
-  /** Lineage queries: a separate pool, so lineage never queues behind the store. */
-  readonly lineageDb: Kysely<LineageDatabaseSchema>;
-  /** The lineage writer's own channel. */
-  readonly writer: LineageSqlRunner;
-  /** Where the data lives, safe to print. */
-  readonly location: string;
-  close(): Promise<void>;
-}
+export type { DatabaseHandles } from "./database-handles.js";
 
 /** Options for {@link connectPostgres}. */
 export interface PostgresConnectOptions {
@@ -39,52 +23,42 @@ export interface PostgresConnectOptions {
   readonly writerPoolSize?: number;
 }
 
-/** Opens two postgres.js pools on `url` and checks that the server answers. */
+/** Opens two node-postgres pools on `url` (plus the writer's) and checks that the server answers. */
 export async function connectPostgres(
   url: string,
   options: PostgresConnectOptions = {},
 ): Promise<DatabaseHandles> {
   const shown = redactUrl(url);
-  const common = {
-    connect_timeout: options.connectTimeoutSeconds ?? 10,
-    backoff: reconnectDelaySeconds,
-    onnotice: () => {},
-    // Not `fetch_types: false` here: postgres.js 3.4.9 then hangs when the first use of a pool is
-    // `reserve()`, which is how kysely-postgres-js takes connections.
-  };
-  let storeSql: postgres.Sql;
-  let lineageSql: postgres.Sql;
-  try {
-    storeSql = postgres(url, {
-      ...common,
-      max: options.poolSize ?? 10,
-      connection: { application_name: "factflow" },
-    });
-    lineageSql = postgres(url, {
-      ...common,
-      max: options.lineagePoolSize ?? 4,
-      connection: { application_name: options.lineageApplicationName ?? "factflow-lineage" },
-    });
-  } catch (error) {
+  if (!isPostgresUrl(url)) {
     throw new FactflowError(
       "invalid_argument",
       `[factflow/lineage] the database URL ${shown} cannot be parsed. Use postgres://user:password@host:5432/database.`,
-      { cause: error },
     );
   }
-  // Both pools take connections with postgres.js `reserve()`; a connection that dies there used to
-  // crash the process in postgres.js 3.4.9, which patches/postgres@3.4.9.patch fixes. What remains
-  // is a rejected call, reported as a retryable FactflowError naming the redacted URL.
+  const connectTimeoutSeconds = options.connectTimeoutSeconds ?? 10;
+  const lineageApp = options.lineageApplicationName ?? "factflow-lineage";
+  const storePool = createPgPool(url, {
+    max: options.poolSize ?? 10,
+    applicationName: "factflow",
+    connectTimeoutSeconds,
+  });
+  const lineagePool = createPgPool(url, {
+    max: options.lineagePoolSize ?? 4,
+    applicationName: lineageApp,
+    connectTimeoutSeconds,
+  });
+  // A connection that dies under a call rejects that call; withConnectionErrors reports it as a
+  // retryable FactflowError naming the redacted URL, and the pool replaces the connection.
   const db = new Kysely<LineageDatabaseSchema>({
-    dialect: withConnectionErrors(new PostgresJSDialect({ postgres: storeSql }), shown),
+    dialect: withConnectionErrors(new PostgresDialect({ pool: storePool }), shown),
   });
   const lineageDb = new Kysely<LineageDatabaseSchema>({
-    dialect: withConnectionErrors(new PostgresJSDialect({ postgres: lineageSql }), shown),
+    dialect: withConnectionErrors(new PostgresDialect({ pool: lineagePool }), shown),
   });
   try {
     await sql`select 1`.execute(db);
   } catch (error) {
-    await Promise.allSettled([storeSql.end({ timeout: 0 }), lineageSql.end({ timeout: 0 })]);
+    await Promise.allSettled([db.destroy(), lineageDb.destroy()]);
     const raw = error instanceof FactflowError && error.cause !== undefined ? error.cause : error;
     throw new FactflowError(
       "lineage_error",
@@ -94,11 +68,10 @@ export async function connectPostgres(
       { cause: raw, retryable: true },
     );
   }
-  const lineageApp = options.lineageApplicationName ?? "factflow-lineage";
   const writer = createPostgresSqlRunner(url, {
     max: options.writerPoolSize ?? 2,
     applicationName: `${lineageApp}-writer`,
-    connectTimeoutSeconds: common.connect_timeout,
+    connectTimeoutSeconds,
   });
   return {
     dialect: "postgres",
@@ -112,49 +85,25 @@ export async function connectPostgres(
   };
 }
 
-/** PGlite directories open in this process: a second instance on the same files would corrupt them. */
-const openPgliteDirs = new Set<string>();
-
-/** Opens (creating if needed) the embedded PGlite database in `<dataDir>/pglite`. */
-export async function connectPglite(dataDir: string): Promise<DatabaseHandles> {
-  const dir = resolve(dataDir, "pglite");
-  if (openPgliteDirs.has(dir)) {
-    throw new FactflowError(
-      "lineage_error",
-      `[factflow/lineage] the embedded PGlite database in ${dir} is already open in this process. ` +
-        "Share the LineageDatabase returned by the first openLineageDatabase call, or close it first.",
-    );
-  }
-  openPgliteDirs.add(dir);
-  let pglite: PGlite;
+/** True for a `postgres://` or `postgresql://` URL that parses. */
+function isPostgresUrl(url: string): boolean {
   try {
-    await mkdir(dir, { recursive: true });
-    pglite = await PGlite.create(dir);
-  } catch (error) {
-    openPgliteDirs.delete(dir);
-    throw new FactflowError(
-      "lineage_error",
-      `[factflow/lineage] cannot open the embedded PGlite database in ${dir}: ${describeConnectError(error)}. ` +
-        "Check that the directory is writable and not used by another Factflow process, or set DATABASE_URL.",
-      { cause: error },
-    );
+    const { protocol } = new URL(url);
+    return protocol === "postgres:" || protocol === "postgresql:";
+  } catch {
+    return false;
   }
-  // One PGlite instance serves both handles (it is single-connection); the lineage writer still
-  // keeps its own queue. Kysely must not close the shared instance: close() does it once.
-  const db = new Kysely<LineageDatabaseSchema>({ dialect: new PGliteDialect({ pglite }) });
-  const lineageDb = new Kysely<LineageDatabaseSchema>({ dialect: new PGliteDialect({ pglite }) });
-  return {
-    dialect: "pglite",
-    db,
-    lineageDb,
-    writer: createPgliteSqlRunner(pglite),
-    location: dir,
-    async close() {
-      try {
-        if (!pglite.closed) await pglite.close();
-      } finally {
-        openPgliteDirs.delete(dir);
-      }
-    },
-  };
+}
+
+/**
+ * Opens the embedded PGlite database in `<dataDir>/pglite` (see `@factflow/lineage/pglite`). PGlite
+ * is an optional peer dependency, loaded here on first use, so a PostgreSQL-only deployment need not
+ * install it.
+ */
+export async function connectPglite(
+  dataDir: string,
+  options: { worker?: boolean } = {},
+): Promise<DatabaseHandles> {
+  const embedded = await import("./pglite.js");
+  return embedded.connectPglite(dataDir, options);
 }

@@ -3,11 +3,11 @@ import type { DatabaseConnection, Dialect, Driver } from "kysely";
 
 /**
  * Error codes that mean the database connection is gone or unreachable, not that the statement was
- * wrong: postgres.js's own codes, Node socket errors, and the SQLSTATEs of a server shutting down.
+ * wrong: Node socket errors, the SQLSTATEs of a server shutting down, and the two codes
+ * {@link codeOf} gives node-postgres's own errors.
  */
 const CONNECTION_LOSS_CODES = new Set([
   "CONNECTION_CLOSED",
-  "CONNECTION_DESTROYED",
   "CONNECT_TIMEOUT",
   "ECONNRESET",
   "ECONNREFUSED",
@@ -21,9 +21,24 @@ const CONNECTION_LOSS_CODES = new Set([
   "57P03", // cannot_connect_now (starting up or shutting down)
 ]);
 
+/**
+ * node-postgres reports a lost or unopenable connection with a plain `Error` and no `code`; these
+ * are its messages (pg 8.x), each given a code here. A server's own errors always carry a SQLSTATE.
+ */
+const PG_CLIENT_MESSAGES: ReadonlyMap<string, string> = new Map([
+  ["Connection terminated unexpectedly", "CONNECTION_CLOSED"],
+  ["Connection terminated", "CONNECTION_CLOSED"],
+  ["Client has encountered a connection error and is not queryable", "CONNECTION_CLOSED"],
+  ["Client was closed and is not queryable", "CONNECTION_CLOSED"],
+  ["timeout expired", "CONNECT_TIMEOUT"],
+  ["Connection terminated due to connection timeout", "CONNECT_TIMEOUT"],
+  ["timeout exceeded when trying to connect", "CONNECT_TIMEOUT"],
+]);
+
 function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
+  if (typeof code === "string") return code;
+  return error instanceof Error ? PG_CLIENT_MESSAGES.get(error.message) : undefined;
 }
 
 /** True when `error` says the connection to PostgreSQL was lost or could not be made. */
@@ -77,8 +92,10 @@ export function withConnectionErrors(dialect: Dialect, location: string): Dialec
 }
 
 function translateDriver(driver: Driver, location: string): Driver {
-  // The driver and its connections are patched in place rather than proxied: kysely-postgres-js
-  // keeps private state on both and identifies its connections on release.
+  // The driver and its connections are patched in place rather than proxied: Kysely's PostgresDriver
+  // keeps private state on both and identifies its connections on release. It also hands out the same
+  // connection object every time it lends the same pooled client, so each is patched once.
+  const patched = new WeakSet<DatabaseConnection>();
   const acquire = driver.acquireConnection.bind(driver);
   driver.acquireConnection = async (options) => {
     let connection: DatabaseConnection;
@@ -87,6 +104,8 @@ function translateDriver(driver: Driver, location: string): Driver {
     } catch (error) {
       throw translateConnectionError(error, location);
     }
+    if (patched.has(connection)) return connection;
+    patched.add(connection);
     const execute = connection.executeQuery.bind(connection);
     connection.executeQuery = async (query, queryOptions) => {
       try {

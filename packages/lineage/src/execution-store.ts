@@ -10,22 +10,51 @@ import type {
 } from "@factflow/protocols";
 import { FactflowError } from "@factflow/protocols";
 import { type Kysely, type Selectable, sql } from "kysely";
+import { ClusterStore } from "./cluster-store.js";
 import { assertUuid, pageOf } from "./ids.js";
 import { iso } from "./lineage-rows.js";
+import {
+  DatabaseQueueDefinitionStore,
+  type DatabaseQueueDefinitionStoreOptions,
+} from "./queue-definition-store.js";
 import type { LineageDatabaseSchema, PipelineConfigsTable, PipelineExecutionsTable } from "./schema.js";
 
 const EXECUTION_STATUSES = new Set(["running", "completed", "failed", "cancelled"]);
+/** Advisory lock key serialising capped execution creates ("factflow" in ASCII, as a number). */
+const RUNNING_CAP_LOCK = 0x666163746600;
 
 /** `ExecutionStoreProtocol` over its own Kysely handle (never the lineage writer's). */
 export class ExecutionStore implements ExecutionStoreProtocol {
   readonly #db: Kysely<LineageDatabaseSchema>;
 
   readonly #onClose: (() => Promise<void>) | undefined;
+  /** Cluster-wide cap on running executions (see `limitRunning`). */
+  #maxRunning: number | undefined;
 
   /** `onClose` lets the owner of the connections release them when this store is closed. */
   constructor(db: Kysely<LineageDatabaseSchema>, onClose?: () => Promise<void>) {
     this.#db = db;
     this.#onClose = onClose;
+  }
+
+  /**
+   * Caps the executions running at once across every server on this database: `createExecution`
+   * refuses (`too_many_executions`) once `max` rows are `running`. The count and the insert run
+   * under one transaction-scoped advisory lock, so concurrent creates on several servers cannot
+   * overshoot. `undefined` lifts the cap.
+   */
+  limitRunning(max: number | undefined): void {
+    this.#maxRunning = max;
+  }
+
+  /** Leases and ownership for several servers on this database (docs/deployment.md). */
+  cluster(): ClusterStore {
+    return new ClusterStore(this.#db);
+  }
+
+  /** Named queue definitions shared by every server on this database (docs/deployment.md). */
+  queueDefinitions(options?: DatabaseQueueDefinitionStoreOptions): DatabaseQueueDefinitionStore {
+    return new DatabaseQueueDefinitionStore(this.#db, options);
   }
 
   async saveConfig(name: string, source: string, parsed: PipelineConfig): Promise<StoredConfig> {
@@ -89,7 +118,31 @@ export class ExecutionStore implements ExecutionStoreProtocol {
     assertUuid(execution.id, "execution id");
     if (execution.parentExecutionId !== undefined)
       assertUuid(execution.parentExecutionId, "parent execution id");
-    const row = await this.#db
+    const max = this.#maxRunning;
+    if (max === undefined) return this.#insertExecution(this.#db, execution);
+    return this.#db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(${String(RUNNING_CAP_LOCK)}::bigint)`.execute(trx);
+      const { n } = await trx
+        .selectFrom("pipeline_executions")
+        .select(sql<number>`count(*)::int`.as("n"))
+        .where("status", "=", "running")
+        .executeTakeFirstOrThrow();
+      if (n >= max) {
+        throw new FactflowError(
+          "too_many_executions",
+          `[factflow/lineage] ${n} executions are already running on this database's servers (cluster-wide cap ${max}); wait for one to finish or raise FACTFLOW_CLUSTER_MAX_RUNNING`,
+          { retryable: true },
+        );
+      }
+      return this.#insertExecution(trx, execution);
+    });
+  }
+
+  async #insertExecution(
+    db: Kysely<LineageDatabaseSchema>,
+    execution: NewExecution,
+  ): Promise<ExecutionRecord> {
+    const row = await db
       .insertInto("pipeline_executions")
       .values({
         id: execution.id,
@@ -236,6 +289,7 @@ const COLUMNS_BUT_INPUT = [
   "created_at",
   "finished_at",
   "counters",
+  "owner_node",
 ] as const;
 
 function toExecution(row: Selectable<PipelineExecutionsTable>): ExecutionRecord {

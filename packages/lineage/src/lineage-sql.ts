@@ -65,7 +65,7 @@ function statusRank(column: string): string {
 }
 
 // The whole batch travels as ONE text parameter expanded server-side by json_to_recordset: no
-// 65535-parameter limit, one parse per batch, and identical behaviour on postgres.js and PGlite.
+// 65535-parameter limit, one parse per batch, and identical behaviour on node-postgres and PGlite.
 // `$1::text::json` pins the parameter type to text so neither driver re-encodes the string.
 const INSERT_SQL = `insert into lineage (id, execution_id, kind, route, adapter, adapter_index, message_id,
   correlation_id, parent_id, attempt, status, input_hash, payload, output_keys, error, started_at, finished_at)
@@ -130,6 +130,8 @@ const COPY_COLUMNS = [
 ] as const satisfies readonly (keyof PendingRow)[];
 
 const JSON_COLUMNS: ReadonlySet<string> = new Set(["payload", "output_keys", "error"]);
+/** Per column of {@link COPY_COLUMNS}: whether it holds JSON (looked up once, not per value). */
+const IS_JSON_COLUMN: readonly boolean[] = COPY_COLUMNS.map((column) => JSON_COLUMNS.has(column));
 
 /**
  * `COPY … FROM` a CSV of {@link copyRowsCsv}: a plain insert, so a batch holding an id that already
@@ -153,7 +155,7 @@ export function copyRowsCsv(rows: readonly PendingRow[]): string {
       const value = row[column];
       if (c > 0) line += ",";
       if (value === null || value === undefined) continue;
-      const text = JSON_COLUMNS.has(column) ? JSON.stringify(value) : String(value);
+      const text = IS_JSON_COLUMN[c] === true ? JSON.stringify(value) : String(value);
       line += text.includes('"') ? `"${text.replaceAll('"', '""')}"` : `"${text}"`;
     }
     lines[r] = line;

@@ -411,6 +411,7 @@ const STATUS_RANK: Record<LineageStatus, number> = {
   completed: 3,
   failed: 3,
   abandoned: 3,
+  skipped: 3,
 };
 
 /**

@@ -111,6 +111,40 @@ const migrations: Record<string, Migration> = {
       await db.schema.dropTable("pipeline_configs").ifExists().execute();
     },
   },
+  // Several servers on one PostgreSQL (docs/deployment.md): each holds a lease on its row in
+  // factflow_nodes, renewed by a heartbeat; an execution names the server that owns it.
+  "0002_cluster_nodes": {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable("pipeline_executions").addColumn("owner_node", "text").execute();
+      await db.schema
+        .createTable("factflow_nodes")
+        .addColumn("node_id", "text", (c) => c.primaryKey())
+        .addColumn("started_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .addColumn("heartbeat_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .addColumn("lease_expires_at", "timestamptz", (c) => c.notNull())
+        .execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable("factflow_nodes").ifExists().execute();
+      await db.schema.alterTable("pipeline_executions").dropColumn("owner_node").execute();
+    },
+  },
+  // Named queue definitions (PUT /api/v1/queues/{name}/definition) shared by every server on this
+  // database; `revision` grows with each change, so a server sees which ones it has not applied yet.
+  "0003_queue_definitions": {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable("factflow_queue_definitions")
+        .addColumn("name", "text", (c) => c.primaryKey())
+        .addColumn("definition", "jsonb", (c) => c.notNull())
+        .addColumn("revision", "integer", (c) => c.notNull())
+        .addColumn("updated_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.dropTable("factflow_queue_definitions").ifExists().execute();
+    },
+  },
 };
 
 /** The package's migrations, in order. */

@@ -10,6 +10,8 @@ import {
 import { ExecutionStore } from "./execution-store.js";
 import { LineageStore } from "./lineage-store.js";
 import type { LineageWriterOptions } from "./lineage-writer.js";
+import { MemoryExecutionStore } from "./memory-execution-store.js";
+import { MemoryLineageStore } from "./memory-lineage-store.js";
 import { lineageMigrationProvider, MIGRATION_LOCK_TABLE, MIGRATION_TABLE } from "./migrations.js";
 
 /** Where and how to open the lineage database. */
@@ -29,14 +31,25 @@ export interface LineageDatabaseOptions {
   readonly postgres?: PostgresConnectOptions;
   /** Run the migrations on open. @default true */
   readonly migrate?: boolean;
+  /**
+   * Keep lineage, configs and executions in this process's memory instead of a database
+   * (`lineage: memory`): same completion semantics, nothing persisted, gone when the process exits.
+   * `databaseUrl` and `dataDir` are ignored. @default false
+   */
+  readonly memory?: boolean;
+  /**
+   * Run PGlite on a worker thread of its own, off the event loop that runs pipelines. Only for
+   * diagnosis may it be false (PGlite then shares the main thread). @default true
+   */
+  readonly pgliteWorker?: boolean;
 }
 
 /** An open lineage database: the two protocols the engine and server use, plus lifecycle. */
 export interface LineageDatabase {
   readonly lineage: LineageProtocol;
   readonly executions: ExecutionStoreProtocol;
-  readonly dialect: "postgres" | "pglite";
-  /** The redacted URL or the PGlite directory. */
+  readonly dialect: "postgres" | "pglite" | "memory";
+  /** The redacted URL, the PGlite directory, or `memory`. */
   readonly location: string;
   /** Applies pending migrations (done on open unless `migrate: false`). Returns the names applied. */
   migrate(): Promise<readonly string[]>;
@@ -50,10 +63,11 @@ export interface LineageDatabase {
  * directory takes a few seconds while PGlite initialises it).
  */
 export async function openLineageDatabase(options: LineageDatabaseOptions = {}): Promise<LineageDatabase> {
+  if (options.memory === true) return openMemoryLineageDatabase();
   const logger = (options.logger ?? silentLogger).child({ component: "lineage" });
   const handles: DatabaseHandles =
     options.databaseUrl === undefined || options.databaseUrl === ""
-      ? await connectPglite(options.dataDir ?? ".factflow")
+      ? await connectPglite(options.dataDir ?? ".factflow", { worker: options.pgliteWorker !== false })
       : await connectPostgres(options.databaseUrl, options.postgres);
 
   const migrate = async (): Promise<readonly string[]> => {
@@ -122,6 +136,25 @@ export async function openLineageDatabase(options: LineageDatabaseOptions = {}):
         }
       })();
       return closing;
+    },
+  };
+}
+
+/**
+ * Lineage, configs and executions in memory (see {@link LineageDatabaseOptions.memory}): nothing is
+ * persisted, so a restart forgets every execution and `resume` has nothing to resume.
+ */
+export function openMemoryLineageDatabase(): LineageDatabase {
+  const lineage = new MemoryLineageStore();
+  const executions = new MemoryExecutionStore((ids) => lineage.forget(ids));
+  return {
+    lineage,
+    executions,
+    dialect: "memory",
+    location: "memory",
+    migrate: async () => [],
+    async close() {
+      await lineage.close();
     },
   };
 }

@@ -26,6 +26,25 @@ export interface PipelineExecutionsTable {
   created_at: ColumnType<Date, Date | string | undefined, never>;
   finished_at: Timestamp | null;
   counters: Json<Record<string, number>>;
+  /** The server that owns the execution (cluster mode); null for single-process runs. */
+  owner_node: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** One running server of a cluster and its lease (docs/deployment.md). */
+export interface FactflowNodesTable {
+  node_id: string;
+  started_at: ColumnType<Date, Date | string | undefined, never>;
+  heartbeat_at: Timestamp;
+  lease_expires_at: Timestamp;
+}
+
+/** A named queue definition shared by the servers on this database (JSON of `QueueDefinition`). */
+export interface FactflowQueueDefinitionsTable {
+  name: string;
+  definition: Json<unknown>;
+  /** 1 when written first, one more at every change. */
+  revision: number;
+  updated_at: Timestamp;
 }
 
 export interface LineageTable {
@@ -53,4 +72,6 @@ export interface LineageDatabaseSchema {
   pipeline_configs: PipelineConfigsTable;
   pipeline_executions: PipelineExecutionsTable;
   lineage: LineageTable;
+  factflow_nodes: FactflowNodesTable;
+  factflow_queue_definitions: FactflowQueueDefinitionsTable;
 }

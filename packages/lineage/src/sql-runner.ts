@@ -1,6 +1,7 @@
-import type { PGlite } from "@electric-sql/pglite";
-import postgres from "postgres";
-import { reconnectDelaySeconds } from "./reconnect-delay.js";
+import { createHash } from "node:crypto";
+import type { Client, Pool, PoolClient } from "pg";
+import { createPgPool } from "./pg-pool.js";
+import type { PgliteWorkerClient } from "./pglite-worker.js";
 
 /**
  * The narrow channel the lineage writer commits through. It bypasses Kysely on purpose: the writer
@@ -35,24 +36,22 @@ export interface PostgresSqlRunnerOptions {
   readonly connectTimeoutSeconds?: number;
 }
 
-/** A writer channel with its own postgres.js pool. */
+/** A writer channel with its own node-postgres pool. */
 export function createPostgresSqlRunner(
   url: string,
   options: PostgresSqlRunnerOptions = {},
 ): LineageSqlRunner {
   const make = () =>
-    postgres(url, {
+    createPgPool(url, {
       max: options.max ?? 2,
-      connect_timeout: options.connectTimeoutSeconds ?? 10,
-      backoff: reconnectDelaySeconds,
-      onnotice: () => {},
-      // No array parameters are ever sent; skipping the type fetch also avoids an unhandled rejection
-      // in postgres.js when a connection is killed while that fetch runs.
-      fetch_types: false,
-      connection: { application_name: options.applicationName ?? "factflow-lineage-writer" },
+      applicationName: options.applicationName ?? "factflow-lineage-writer",
+      connectTimeoutSeconds: options.connectTimeoutSeconds ?? 10,
     });
-  let sql = make();
+  let pool = make();
+  // Clients lent out right now, per pool, so that `reset` can cut a statement that hangs.
+  const lent = new Map<Pool, Set<PoolClient>>([[pool, new Set()]]);
   let lane: LineageSqlRunner | undefined;
+  let closing: Promise<void> | undefined;
   return {
     pendingLane() {
       // Two connections: the writer keeps up to two pending-lane commits in flight.
@@ -64,32 +63,121 @@ export function createPostgresSqlRunner(
       return lane;
     },
     async execute(text, params) {
-      // Prepared: the writer sends only a handful of fixed statement texts, so each connection
-      // parses each once. Unprepared, postgres.js describes every parameterised statement first and
-      // waits for the answer before binding it: two round trips per commit instead of one.
-      await sql.unsafe(text, params as never[], { prepare: true });
+      const from = pool;
+      const client = await from.connect();
+      const inUse = lent.get(from);
+      inUse?.add(client);
+      try {
+        // Named, so each connection parses each of the writer's few fixed statements once; without
+        // parameters (maintenance statements) the simple protocol, which takes any statement.
+        const name = params.length === 0 ? undefined : statementName(text);
+        await client.query(
+          name === undefined ? { text, values: [...params] } : { name, text, values: [...params] },
+        );
+      } finally {
+        inUse?.delete(client);
+        // A client whose connection failed is dropped by the pool on release, a sound one kept.
+        client.release();
+      }
     },
     reset() {
-      // postgres.js 3.4.9 can leave a connection whose socket died mid-write unable to send again
-      // (porsager/postgres#1208): a fresh pool is the only reliable way out.
-      const old = sql;
-      sql = make();
-      old.end({ timeout: 0 }).catch(() => {});
+      // After a failed or timed-out commit, start again on fresh connections: the old pool closes,
+      // and a statement still hanging on one of its connections is cut off (its caller has given up).
+      const old = pool;
+      pool = make();
+      lent.set(pool, new Set());
+      const hanging = lent.get(old) ?? new Set();
+      lent.delete(old);
+      for (const client of hanging) (client as Client).end().catch(() => {});
+      old.end().catch(() => {});
     },
-    async close() {
-      await Promise.all([sql.end({ timeout: 5 }), lane?.close()]);
+    close() {
+      closing ??= (async () => {
+        const current = pool;
+        // Waits for statements in flight, but not for ever: after 5 s they are cut off.
+        const cut = setTimeout(() => {
+          for (const client of lent.get(current) ?? []) (client as Client).end().catch(() => {});
+        }, CLOSE_GRACE_MS);
+        try {
+          await Promise.all([current.end(), lane?.close()]);
+        } finally {
+          clearTimeout(cut);
+        }
+      })();
+      return closing;
     },
   };
 }
 
+const CLOSE_GRACE_MS = 5000;
+
+/**
+ * Statement names by text, the same on every connection. Only the first few distinct texts get one
+ * (the writer sends three); any further text runs unnamed, so a runner used for ad-hoc statements
+ * never makes its connections hold an ever-growing set of prepared statements.
+ */
+const statementNames = new Map<string, string>();
+const MAX_NAMED_STATEMENTS = 32;
+
+function statementName(text: string): string | undefined {
+  let name = statementNames.get(text);
+  if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) {
+    name = `factflow_${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+/**
+ * The part of a PGlite instance the writer uses. Structural, so this module (shared by the package's
+ * main entry) never names `@electric-sql/pglite`, an optional peer dependency.
+ */
+export interface PgliteQueryable {
+  query(text: string, params: unknown[], options?: { blob?: Blob }): Promise<unknown>;
+}
+
 /** A writer channel on a shared PGlite instance (whose owner closes it). */
-export function createPgliteSqlRunner(pglite: PGlite): LineageSqlRunner {
+export function createPgliteSqlRunner(pglite: PgliteQueryable): LineageSqlRunner {
   return {
     async execute(text, params) {
       await pglite.query(text, [...params]);
     },
     async copy(text, data) {
       await pglite.query(text, [], { blob: new Blob([data]) });
+    },
+    reset() {},
+    async close() {},
+  };
+}
+
+/** Commits of the writer between two `VACUUM lineage` on PGlite. */
+const VACUUM_EVERY_COMMITS = 200;
+
+/**
+ * A writer channel on a PGlite running on a worker thread (whose owner closes it). PGlite runs
+ * PostgreSQL in single-user mode, without the autovacuum daemon, so every updated lineage row would
+ * leave its old version on disk for good, and nothing would checkpoint: every
+ * {@link VACUUM_EVERY_COMMITS} commits this channel vacuums the table and checkpoints (on the worker
+ * thread), which lets old row versions' space and old log segments be reused.
+ */
+export function createPgliteWorkerSqlRunner(client: PgliteWorkerClient): LineageSqlRunner {
+  let commits = 0;
+  const afterCommit = async () => {
+    if (++commits % VACUUM_EVERY_COMMITS !== 0) return;
+    // Housekeeping only: a failure is retried at the next round, never reported as lost lineage.
+    // Single-user PostgreSQL has no checkpointer either: without one the write-ahead log grows
+    // past `max_wal_size` until the database is closed.
+    await client.exec("vacuum lineage").catch(() => {});
+    await client.exec("checkpoint").catch(() => {});
+  };
+  return {
+    async execute(text, params) {
+      await client.query(text, [...params]);
+      await afterCommit();
+    },
+    async copy(text, data) {
+      await client.copy(text, data);
+      await afterCommit();
     },
     reset() {},
     async close() {},

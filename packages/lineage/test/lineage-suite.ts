@@ -33,7 +33,14 @@ export function row(executionId: string, over: Partial<LineageRow> = {}): Lineag
 }
 
 /** Every query of both protocols, run against one dialect. Called once per dialect. */
-export function lineageSuite(dialect: "pglite" | "postgres", target: SuiteTarget, skip = false): void {
+export function lineageSuite(
+  dialect: "pglite" | "postgres" | "memory",
+  target: SuiteTarget,
+  skip = false,
+): void {
+  // The in-memory store applies each write at once: no group commit to merge writes, no database to
+  // reject a row.
+  const database = dialect !== "memory";
   describe.skipIf(skip)(`lineage database on ${dialect}`, () => {
     let db: LineageDatabase;
     beforeAll(async () => {
@@ -186,7 +193,7 @@ export function lineageSuite(dialect: "pglite" | "postgres", target: SuiteTarget
         finishedAt: new Date().toISOString(),
       });
       await db.lineage.flush();
-      expect(db.lineage.counters().written - before).toBe(1);
+      if (database) expect(db.lineage.counters().written - before).toBe(1);
 
       const later = row(exec, { kind: "message" });
       db.lineage.record(later);
@@ -331,21 +338,24 @@ export function lineageSuite(dialect: "pglite" | "postgres", target: SuiteTarget
       await expect(status("not-a-uuid", "m")).rejects.toMatchObject({ code: "invalid_argument" });
     });
 
-    it("isolates a row the database rejects and counts it lost, keeping the rest", async () => {
-      const exec = uuidv7();
-      const lostBefore = db.lineage.counters().lost;
-      const good = [row(exec), row(exec)];
-      // PostgreSQL jsonb cannot hold U+0000: the batch fails as a whole, then row by row.
-      const bad = row(exec, { kind: "message", payload: { text: "nul\u0000here" } });
-      db.lineage.record(good[0]!);
-      db.lineage.record(bad);
-      db.lineage.record(good[1]!);
-      await db.lineage.flush();
-      expect(db.lineage.counters().lost - lostBefore).toBe(1);
-      expect((await db.lineage.rows(exec)).items.map((r) => r.id).sort()).toEqual(
-        good.map((r) => r.id).sort(),
-      );
-    });
+    it.skipIf(!database)(
+      "isolates a row the database rejects and counts it lost, keeping the rest",
+      async () => {
+        const exec = uuidv7();
+        const lostBefore = db.lineage.counters().lost;
+        const good = [row(exec), row(exec)];
+        // PostgreSQL jsonb cannot hold U+0000: the batch fails as a whole, then row by row.
+        const bad = row(exec, { kind: "message", payload: { text: "nul\u0000here" } });
+        db.lineage.record(good[0]!);
+        db.lineage.record(bad);
+        db.lineage.record(good[1]!);
+        await db.lineage.flush();
+        expect(db.lineage.counters().lost - lostBefore).toBe(1);
+        expect((await db.lineage.rows(exec)).items.map((r) => r.id).sort()).toEqual(
+          good.map((r) => r.id).sort(),
+        );
+      },
+    );
 
     it("deletes finished executions before a date together with their lineage", async () => {
       const mkExec = () =>

@@ -15,7 +15,7 @@ import {
 import { fromStoredRow, type StoredLineageRow } from "../src/lineage-rows.js";
 import { row } from "./lineage-suite.js";
 
-// A real postgres.js client aimed at a port nobody listens on: every commit fails fast.
+// A real node-postgres pool aimed at a port nobody listens on: every commit fails fast.
 const unreachable = () =>
   createPostgresSqlRunner("postgres://postgres@127.0.0.1:1/none", { connectTimeoutSeconds: 1 });
 

@@ -1,7 +1,6 @@
 import { type Logger, silentLogger } from "@factflow/protocols";
-import { Kysely } from "kysely";
-import { PostgresJSDialect } from "kysely-postgres-js";
-import postgres from "postgres";
+import { Kysely, PostgresDialect } from "kysely";
+import { Pool } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createPostgresSqlRunner,
@@ -12,7 +11,7 @@ import {
   uuidv7,
 } from "../src/index.js";
 import { lineageSuite, row } from "./lineage-suite.js";
-import { createTestDatabase, skipWithoutPostgres } from "./pg-test-database.js";
+import { createTestDatabase, openAdminClient, skipWithoutPostgres } from "./pg-test-database.js";
 
 const skip = await skipWithoutPostgres();
 
@@ -67,8 +66,12 @@ describe.skipIf(skip)("PostgreSQL failures", () => {
 
   it("retries, then counts writes as lost when the server is unreachable mid-run", async () => {
     // A writer whose pool points at a port nobody listens on: every commit fails.
-    const sql = postgres("postgres://postgres@127.0.0.1:1/nowhere", { max: 1, connect_timeout: 1 });
-    const db = new Kysely<LineageDatabaseSchema>({ dialect: new PostgresJSDialect({ postgres: sql }) });
+    const pool = new Pool({
+      connectionString: "postgres://postgres@127.0.0.1:1/nowhere",
+      max: 1,
+      connectionTimeoutMillis: 1000,
+    });
+    const db = new Kysely<LineageDatabaseSchema>({ dialect: new PostgresDialect({ pool }) });
     const warnings: string[] = [];
     const errors: string[] = [];
     const logger = {
@@ -101,16 +104,18 @@ describe.skipIf(skip)("PostgreSQL failures", () => {
       writer: { retryDelayMs: 20, attemptTimeoutMs: 3000 },
       logger,
     });
-    const admin = postgres(url, { max: 1, onnotice: () => {} });
+    const admin = await openAdminClient(url);
     try {
       const exec = uuidv7();
       let terminated = 0;
       for (let round = 0; round < 5; round++) {
         for (let i = 0; i < 200; i++) database.lineage.record(row(exec, { status: "completed" }));
         const flushed = database.lineage.flush();
-        const killed = await admin`select pg_terminate_backend(pid) from pg_stat_activity
-          where application_name = ${`${app}-writer`}`;
-        terminated += killed.length;
+        const killed = await admin.query(
+          "select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1",
+          [`${app}-writer`],
+        );
+        terminated += killed.rows.length;
         await flushed;
       }
       await database.lineage.flush();

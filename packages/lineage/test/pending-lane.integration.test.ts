@@ -1,23 +1,23 @@
 import { silentLogger } from "@factflow/protocols";
-import postgres from "postgres";
+import type { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresSqlRunner, LineageWriter, openLineageDatabase, uuidv7 } from "../src/index.js";
 import { row } from "./lineage-suite.js";
-import { createTestDatabase, skipWithoutPostgres } from "./pg-test-database.js";
+import { createTestDatabase, openAdminClient, skipWithoutPostgres } from "./pg-test-database.js";
 
 const skip = await skipWithoutPostgres();
 
 describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
   let url = "";
   let dropDb: (() => Promise<void>) | undefined;
-  let admin: postgres.Sql;
+  let admin: Client;
   beforeAll(async () => {
     const created = await createTestDatabase("factflow_lane");
     url = created.url;
     dropDb = created.drop;
     // Creates the schema.
     await (await openLineageDatabase({ databaseUrl: url })).close();
-    admin = postgres(url, { max: 1, onnotice: () => {} });
+    admin = await openAdminClient(url);
   });
   afterAll(async () => {
     await admin?.end();
@@ -26,8 +26,13 @@ describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
 
   const statusOf = async (id: string) =>
     (
-      await admin<{ status: string; attempt: number }[]>`select status, attempt from lineage where id = ${id}`
-    )[0];
+      await admin.query<{ status: string; attempt: number }>(
+        "select status, attempt from lineage where id = $1",
+        [id],
+      )
+    ).rows[0];
+  const countOf = async (text: string, value: string) =>
+    (await admin.query<{ n: number }>(text, [value])).rows[0]?.n;
 
   it("commits on a connection of its own, durable on return, while bulk writes keep flowing", async () => {
     const app = `factflow-lane-${Math.random().toString(36).slice(2, 8)}`;
@@ -41,14 +46,15 @@ describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
       const children = Array.from({ length: 20 }, () => row(exec, { kind: "message" }));
       await Promise.all(children.map((c) => writer.registerPending([c])));
       for (const c of children) expect(await statusOf(c.id)).toEqual({ status: "pending", attempt: 1 });
-      const lanes = await admin<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
-        where application_name = ${`${app}-pending`}`;
-      expect(lanes[0]?.n).toBeGreaterThan(0);
+      const lanes = await countOf(
+        "select count(*)::int as n from pg_stat_activity where application_name = $1",
+        `${app}-pending`,
+      );
+      expect(lanes).toBeGreaterThan(0);
       await writer.flush();
-      const total = await admin<
-        { n: number }[]
-      >`select count(*)::int as n from lineage where execution_id = ${exec}`;
-      expect(total[0]?.n).toBe(3020);
+      expect(await countOf("select count(*)::int as n from lineage where execution_id = $1", exec)).toBe(
+        3020,
+      );
       expect(writer.counters()).toMatchObject({ written: 3020, lost: 0, queued: 0 });
     } finally {
       await writer.close();
@@ -87,17 +93,16 @@ describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
         const registered = Promise.all(
           Array.from({ length: 20 }, () => writer.registerPending([row(exec, { kind: "message" })])),
         );
-        const killed = await admin`select pg_terminate_backend(pid) from pg_stat_activity
-          where application_name = ${`${app}-pending`}`;
-        terminated += killed.length;
+        const killed = await admin.query(
+          "select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1",
+          [`${app}-pending`],
+        );
+        terminated += killed.rows.length;
         await registered;
       }
       expect(terminated).toBeGreaterThan(0);
       expect(writer.counters()).toMatchObject({ lost: 0, queued: 0, written: 100 });
-      const total = await admin<
-        { n: number }[]
-      >`select count(*)::int as n from lineage where execution_id = ${exec}`;
-      expect(total[0]?.n).toBe(100);
+      expect(await countOf("select count(*)::int as n from lineage where execution_id = $1", exec)).toBe(100);
     } finally {
       await writer.close();
       await runner.close();

@@ -193,7 +193,7 @@ describe("lineage writer pending lane (PGlite)", () => {
 
 describe("lineage writer pending lane failures", () => {
   it("counts rows lost after the last attempt and resolves (the caller publishes; lineage never fails a pipeline)", async () => {
-    // A real postgres.js client aimed at a port nobody listens on: every commit fails fast.
+    // A real node-postgres pool aimed at a port nobody listens on: every commit fails fast.
     const runner = createPostgresSqlRunner("postgres://postgres@127.0.0.1:1/none", {
       connectTimeoutSeconds: 1,
     });

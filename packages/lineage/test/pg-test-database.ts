@@ -1,19 +1,48 @@
-import postgres from "postgres";
+import { resolveService, SERVICES } from "@factflow/infra-testkit";
+import { Client } from "pg";
 
-/** The machine's PostgreSQL, overridable by env. */
-export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+/**
+ * DATABASE_URL when set; else a PostgreSQL container (testcontainers) when a container engine runs;
+ * else the machine's PostgreSQL (CONTRIBUTING.md, "What runs where"). Testcontainers' reaper removes
+ * the container when the test process exits.
+ */
+export const DATABASE_URL = (await resolveService(SERVICES.postgres)).url;
 const REQUIRE = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
 
 /** Checks that PostgreSQL answers; returns why not, or undefined when it does. */
 export async function probePostgres(): Promise<string | undefined> {
-  const sql = postgres(DATABASE_URL, { max: 1, connect_timeout: 3, onnotice: () => {} });
   try {
-    await sql`select 1`;
+    const client = await openAdminClient(DATABASE_URL, 3);
+    await client.end();
     return undefined;
   } catch (error) {
-    return error instanceof Error ? error.message : String(error);
+    return error instanceof Error ? error.message || String(error) : String(error);
+  }
+}
+
+/**
+ * A connected node-postgres client of the test's own (set-up, inspection, killing backends), never
+ * one of the code under test. Its `error` event is ignored: a test may cut its connection too.
+ */
+export async function openAdminClient(url: string, connectTimeoutSeconds = 10): Promise<Client> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutSeconds * 1000 });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw error;
+  }
+  return client;
+}
+
+/** Runs one statement on a connection of its own to `url`, then closes it. */
+async function adminQuery(url: string, text: string): Promise<void> {
+  const client = await openAdminClient(url);
+  try {
+    await client.query(text);
   } finally {
-    await sql.end({ timeout: 1 });
+    await client.end().catch(() => {});
   }
 }
 
@@ -37,20 +66,13 @@ export async function createTestDatabase(
   prefix = "factflow_lineage",
 ): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `${prefix}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
-  const admin = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database "${name}"`);
-  await admin.end();
+  await adminQuery(DATABASE_URL, `create database "${name}"`);
   const url = new URL(DATABASE_URL);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     async drop() {
-      const sql = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
-      try {
-        await sql.unsafe(`drop database if exists "${name}" with (force)`);
-      } finally {
-        await sql.end();
-      }
+      await adminQuery(DATABASE_URL, `drop database if exists "${name}" with (force)`);
     },
   };
 }

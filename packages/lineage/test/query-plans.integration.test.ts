@@ -1,7 +1,6 @@
 import { type LineageRow, silentLogger } from "@factflow/protocols";
-import { type CompiledQuery, Kysely } from "kysely";
-import { PostgresJSDialect } from "kysely-postgres-js";
-import postgres from "postgres";
+import { type CompiledQuery, Kysely, PostgresDialect } from "kysely";
+import { type Client, Pool } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createPostgresSqlRunner,
@@ -11,7 +10,7 @@ import {
   openLineageDatabase,
   uuidv7,
 } from "../src/index.js";
-import { createTestDatabase, skipWithoutPostgres } from "./pg-test-database.js";
+import { createTestDatabase, openAdminClient, skipWithoutPostgres } from "./pg-test-database.js";
 
 const skip = await skipWithoutPostgres();
 
@@ -51,7 +50,7 @@ from generate_series(0, 3999) g`;
 describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
   let dropDb: (() => Promise<void>) | undefined;
   let db: LineageDatabase | undefined;
-  let planner: postgres.Sql | undefined;
+  let planner: Client | undefined;
   let kysely: Kysely<LineageDatabaseSchema> | undefined;
   let store: LineageStore;
   const seen: CompiledQuery[] = [];
@@ -104,14 +103,14 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
     for (const r of rows) db.lineage.record(r);
     await db.lineage.flush();
 
-    planner = postgres(created.url, { max: 1, onnotice: () => {} });
-    await planner.unsafe(FILL_SQL);
-    await planner`analyze lineage`;
-    // One connection (max: 1), so the setting holds for every EXPLAIN below.
-    await planner`set enable_seqscan = off`;
+    planner = await openAdminClient(created.url);
+    await planner.query(FILL_SQL);
+    await planner.query("analyze lineage");
+    // One connection, so the setting holds for every EXPLAIN below.
+    await planner.query("set enable_seqscan = off");
 
     kysely = new Kysely<LineageDatabaseSchema>({
-      dialect: new PostgresJSDialect({ postgres: postgres(created.url, { max: 2, onnotice: () => {} }) }),
+      dialect: new PostgresDialect({ pool: new Pool({ connectionString: created.url, max: 2 }) }),
       log(event) {
         if (event.level === "query") seen.push(event.query);
       },
@@ -136,9 +135,9 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
     expect(seen.length).toBeGreaterThan(0);
     const scans = { indexes: new Set<string>(), seqScans: new Set<string>() };
     for (const query of [...seen]) {
-      const [row] = await planner!.unsafe(`explain (format json) ${query.sql}`, [
-        ...query.parameters,
-      ] as never[]);
+      const {
+        rows: [row],
+      } = await planner!.query(`explain (format json) ${query.sql}`, [...query.parameters]);
       const plan = (row?.["QUERY PLAN"] as { Plan: PlanNode }[] | undefined)?.[0]?.Plan;
       expect(plan, query.sql).toBeDefined();
       scansOf(plan as PlanNode, scans);

@@ -1,17 +1,23 @@
 import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
 import type { NewExecution, PipelineConfig } from "@factflow/protocols";
-import postgres from "postgres";
+import { sql } from "kysely";
+import type { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LineageDatabase, openLineageDatabase, uuidv7 } from "../src/index.js";
-import { createTestDatabase, DATABASE_URL, skipWithoutPostgres } from "./pg-test-database.js";
+import { connectPostgres, type LineageDatabase, openLineageDatabase, uuidv7 } from "../src/index.js";
+import {
+  createTestDatabase,
+  DATABASE_URL,
+  openAdminClient,
+  skipWithoutPostgres,
+} from "./pg-test-database.js";
 
-// postgres.js 3.4.9 could crash the process (a TypeError thrown from a setImmediate in `nextWrite`)
-// or leave a pooled connection unable to send when a backend died under a `reserve()`d connection,
-// which is how kysely-postgres-js runs every store query (porsager/postgres#1208, #1154, #1199).
-// These tests kill the store's backends while it is busy (and cut the server off through a relay, as
-// a restart would) and check that the process survives, that the calls caught in the outage reject
-// with a clear, retryable FactflowError, and that the store recovers by itself. They fail (crash or
-// hang) without patches/postgres@3.4.9.patch.
+// A connection that dies under the store (pg_terminate_backend, a server restart, a network cut) must
+// never crash the process, hang a caller or leave a pool unusable. node-postgres emits `error` on a
+// client whose connection dies, and one without a listener (a client checked out between two
+// statements of a transaction, say) is an uncaught exception. These tests kill the store's backends
+// while it is busy (and cut the server off through a relay, as a restart would) and check that the
+// process survives, that the calls caught in the outage reject with a clear, retryable FactflowError,
+// and that the store recovers by itself.
 
 const skip = await skipWithoutPostgres();
 
@@ -91,7 +97,7 @@ describe.skipIf(skip)("execution store while PostgreSQL connections die", () => 
   let dbName = "";
   let drop: (() => Promise<void>) | undefined;
   let database: LineageDatabase | undefined;
-  let admin: postgres.Sql | undefined;
+  let admin: Client | undefined;
   const crashes: unknown[] = [];
   const onCrash = (error: unknown) => crashes.push(error);
 
@@ -106,22 +112,25 @@ describe.skipIf(skip)("execution store while PostgreSQL connections die", () => 
       databaseUrl: url,
       postgres: { poolSize: 4, lineagePoolSize: 2, connectTimeoutSeconds: 3 },
     });
-    admin = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
+    admin = await openAdminClient(DATABASE_URL);
   });
 
   afterAll(async () => {
     process.off("uncaughtException", onCrash);
     process.off("unhandledRejection", onCrash);
     await database?.close();
-    await admin?.end({ timeout: 5 });
+    await admin?.end();
     await drop?.();
   });
 
   /** Terminates every backend of the store pool (application_name "factflow") in the test database. */
   async function killStoreBackends(): Promise<number> {
-    const killed = await admin!`select pg_terminate_backend(pid) from pg_stat_activity
-      where datname = ${dbName} and application_name = 'factflow' and pid <> pg_backend_pid()`;
-    return killed.length;
+    const killed = await admin!.query(
+      `select pg_terminate_backend(pid) from pg_stat_activity
+        where datname = $1 and application_name = 'factflow' and pid <> pg_backend_pid()`,
+      [dbName],
+    );
+    return killed.rows.length;
   }
 
   it("survives repeated pg_terminate_backend under load, rejects with errors and recovers", async () => {
@@ -211,8 +220,8 @@ describe.skipIf(skip)("execution store while PostgreSQL connections die", () => 
       }
 
       await relay.up();
-      // Reconnects back off, so the first calls after the restart may still fail, but the pause is
-      // capped (2 s): the store works again within seconds, not postgres.js's default 20 s.
+      // The first calls after the restart may still meet a connection of the outage; within seconds
+      // every call opens a fresh one and works again.
       const backAt = Date.now();
       const deadline = backAt + 10_000;
       for (;;) {
@@ -234,7 +243,7 @@ describe.skipIf(skip)("execution store while PostgreSQL connections die", () => 
       await restarted.close();
       await relay.down();
     }
-  }, 90_000);
+  }, 180_000);
 
   it("recovers when an idle pool's connections are all terminated", async () => {
     const store = database!.executions;
@@ -256,5 +265,41 @@ describe.skipIf(skip)("execution store while PostgreSQL connections die", () => 
     }
     await within(Promise.all(Array.from({ length: 8 }, () => store.listExecutions({ limit: 1 }))), 10_000);
     expect(crashes).toEqual([]);
+  });
+
+  it("rejects the next statement of a transaction whose connection was killed, without crashing", async () => {
+    const handles = await connectPostgres(url, { poolSize: 1, lineagePoolSize: 1, writerPoolSize: 1 });
+    try {
+      const outcome = await within(
+        handles.db
+          .transaction()
+          .execute(async (trx) => {
+            const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+            const pid = rows[0]!.pid;
+            // The connection is checked out of the pool, idle between two statements, when it dies.
+            await admin!.query("select pg_terminate_backend($1)", [pid]);
+            const deadline = Date.now() + 10_000;
+            while (
+              (await admin!.query("select 1 from pg_stat_activity where pid = $1", [pid])).rows.length > 0
+            ) {
+              if (Date.now() > deadline) throw new Error(`backend ${pid} still alive after 10 s`);
+              await new Promise((r) => setTimeout(r, 20));
+            }
+            await sql`select 1`.execute(trx);
+          })
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          ),
+        15_000,
+      );
+      expect(outcome).toMatchObject({ name: "FactflowError", code: "lineage_error", retryable: true });
+      expect(crashes).toEqual([]);
+      // The dead connection left the pool: the next call gets a fresh one.
+      await within(sql`select 1`.execute(handles.db), 10_000);
+      expect(crashes).toEqual([]);
+    } finally {
+      await handles.close();
+    }
   });
 });

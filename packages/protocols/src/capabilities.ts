@@ -18,4 +18,16 @@ export interface ProviderCapabilities {
   readonly durable: boolean;
   /** Largest accepted encoded message (body + headers), in bytes. */
   readonly maxMessageBytes: number;
+  /**
+   * Ordered message groups keyed by a payload path or a header (`groupBy` / `groupByHeader`), held
+   * across retries, and kept on one consumer when several processes consume the queue (the broker's
+   * own mechanism: Artemis message groups, a RabbitMQ single-active-consumer queue, Pulsar
+   * Key_Shared). Left out means unsupported: pipelines with `group_by` are rejected at validation.
+   */
+  readonly orderedGroups?: boolean;
+  /**
+   * The broker refuses to change a queue's priority levels in place (RabbitMQ's `x-max-priority`):
+   * a changed `max_priority` needs the queue deleted first. Left out means it can change.
+   */
+  readonly immutablePriority?: boolean;
 }

@@ -11,6 +11,8 @@ export type {
   StatefulAdapter,
 } from "./adapter.js";
 export { isStatefulAdapter } from "./adapter.js";
+export type { Backoff } from "./backoff.js";
+export { backoffDelayMs } from "./backoff.js";
 export type { ProviderCapabilities } from "./capabilities.js";
 export type { Delivery, HandlerResult, MessageHandler } from "./delivery.js";
 export { unwrapHandlerResult } from "./delivery.js";
@@ -66,9 +68,11 @@ export type {
   AdapterConfig,
   InboundConfig,
   InitConfig,
+  ParsedPipelineConfig,
   PipelineConfig,
   PipelineConfigInput,
   PipelineSettings,
+  QueueDefinition,
   RetryConfig,
   RouteConfig,
 } from "./pipeline-config.js";
@@ -78,6 +82,7 @@ export {
   InitConfigSchema,
   PipelineConfigSchema,
   PipelineSettingsSchema,
+  QueueDefinitionSchema,
   RetryConfigSchema,
   RouteConfigSchema,
 } from "./pipeline-config.js";
@@ -93,11 +98,36 @@ export type {
   QueueAdminProtocol,
 } from "./queue-admin.js";
 export type {
+  EffectiveQueueSettings,
+  MessageValueSource,
+  PriorityConfig,
+} from "./queue-definition.js";
+export {
+  MAX_PRIORITY_LEVELS,
+  MAX_ROUTE_CONCURRENCY,
+  MessageValueSourceSchema,
+  PriorityConfigSchema,
+  readMessageValue,
+  readPath,
+} from "./queue-definition.js";
+export type {
+  QueueDefinitionChange,
+  QueueDefinitionListener,
+  QueueDefinitionStoreProtocol,
+} from "./queue-definition-store.js";
+export {
+  mergeQueueDefinition,
+  parseQueueDefinition,
+  sameQueueDefinition,
+} from "./queue-definition-store.js";
+export type {
   ProviderHealth,
   PublishReceipt,
   QueueProtocol,
   QueueProviderFactory,
 } from "./queue-protocol.js";
+export { redactSecrets, redactUrl } from "./redact-url.js";
+export { applyQueueDefinitions, effectiveQueueSettings, overrideInbound } from "./resolve-queues.js";
 export type { RetryPolicy } from "./retry-policy.js";
 export {
   DEFAULT_RETRY_POLICY,
@@ -105,6 +135,8 @@ export {
   resolveRetryPolicy,
   retryDelayMs,
 } from "./retry-policy.js";
+export type { ConditionConfig, ConditionPredicate } from "./route-condition.js";
+export { ConditionSchema, evaluatePredicate, isAdapterCondition } from "./route-condition.js";
 export type { ArtefactOrigin, ArtefactSidecar, PutOptions, StorageProtocol } from "./storage-protocol.js";
 export type { SubscribeOptions, Subscription } from "./subscribe-options.js";
 export {
@@ -113,3 +145,12 @@ export {
   MAX_HANDLER_TIMEOUT_MS,
   MAX_PREFETCH,
 } from "./subscribe-options.js";
+export type {
+  StartSpanOptions,
+  TraceAttributes,
+  TraceCarrier,
+  TraceEnd,
+  Tracer,
+  TraceSpan,
+} from "./tracing.js";
+export { TraceAttribute } from "./tracing.js";

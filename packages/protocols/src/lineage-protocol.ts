@@ -4,7 +4,15 @@ import type { JsonValue } from "./json.js";
  * Status of a lineage row. `pending`, `initiated` and `processing` are "open": an execution cannot
  * complete while any of its rows is open.
  */
-export type LineageStatus = "pending" | "initiated" | "processing" | "completed" | "failed" | "abandoned";
+export type LineageStatus =
+  | "pending"
+  | "initiated"
+  | "processing"
+  | "completed"
+  | "failed"
+  | "abandoned"
+  /** A route's condition returned false: the message was acknowledged without running the adapters. */
+  | "skipped";
 
 export const OPEN_LINEAGE_STATUSES: readonly LineageStatus[] = ["pending", "initiated", "processing"];
 

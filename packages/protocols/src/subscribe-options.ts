@@ -42,10 +42,21 @@ export interface SubscribeOptions {
   /** `fifo`: one message at a time in publish order (per group when `groupBy` is set). @default "none" */
   readonly ordering?: "none" | "fifo";
   /**
-   * Top-level body field whose value names the FIFO group of a message; needs `ordering: "fifo"` and
-   * a provider whose `capabilities.messageGroups` is true.
+   * Body field whose value names the FIFO group of a message: a top-level name, or a dotted path
+   * (`customer.id`) on a provider whose `capabilities.orderedGroups` is true. Needs `ordering: "fifo"`
+   * and a provider whose `capabilities.messageGroups` is true.
    */
   readonly groupBy?: string;
+  /**
+   * Header whose value names the FIFO group of a message, instead of `groupBy`; needs `ordering:
+   * "fifo"` and a provider whose `capabilities.orderedGroups` is true.
+   */
+  readonly groupByHeader?: string;
+  /**
+   * `false`: a message whose attempts are spent is acknowledged and dropped instead of dead-lettered.
+   * @default true
+   */
+  readonly deadLetter?: boolean;
   /**
    * Declares the queue a priority queue with this many levels (1–10); needs a provider whose
    * `capabilities.priorities` is true.

@@ -77,7 +77,13 @@ describe("PipelineConfigSchema", () => {
       retry: { max_attempts: 3, initial_delay_ms: 1000, multiplier: 2, max_delay_ms: 60_000 },
       handler_timeout_ms: 1_800_000,
     });
-    expect(parsed.routes.a?.inbound).toEqual({ queue: "a.in", concurrency: 1, prefetch: 10 });
+    expect(parsed.routes.a?.inbound).toEqual({
+      queue: "a.in",
+      concurrency: 1,
+      prefetch: 10,
+      ordering: "none",
+      dead_letter: true,
+    });
     expect(parsed.routes.a?.outbound).toEqual([]);
   });
 
@@ -102,7 +108,7 @@ describe("PipelineConfigSchema", () => {
     const result = v.safeParse(PipelineConfigSchema, {
       name: "bad name",
       init: { route: "a" },
-      routes: { a: { inbound: { queue: "a.in", concurrency: 0 }, adapters: [] } },
+      routes: { a: { inbound: { queue: "a.in", concurrency: -1 }, adapters: [] } },
       extra: true,
     });
     expect(result.success).toBe(false);

@@ -6,6 +6,9 @@ import type {
   QueueProtocol,
   Subscription,
 } from "@factflow/protocols";
+import { dropDeadLetters } from "./drop-dead-letters.js";
+import { hasGroupKey } from "./group-key.js";
+import { groupedSubscription } from "./group-lanes.js";
 import { createLifecycle, type Lifecycle } from "./lifecycle.js";
 import { checkDestination, invalidInputError } from "./outbound.js";
 import { type ResolvedSubscribeOptions, resolveSubscribeOptions } from "./subscribe-options.js";
@@ -160,9 +163,16 @@ export function guardProvider<P extends QueueProtocol>(
       provider: inner.name,
       destination,
     });
+    // Message groups: the kit's lanes keep each group in order, across retries, on every provider.
+    const plan = hasGroupKey(resolved)
+      ? groupedSubscription(handler, resolved)
+      : {
+          handler: resolved.deadLetter ? handler : dropDeadLetters(handler, resolved),
+          options: resolved,
+        };
     let subscription: Subscription;
     try {
-      subscription = await inner.subscribe(destination, handler, resolved);
+      subscription = await inner.subscribe(destination, plan.handler, plan.options);
     } catch (error) {
       if (lifecycle.state === "closed") throw lifecycle.closedError(operation);
       throw error;

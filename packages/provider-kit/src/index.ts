@@ -3,6 +3,10 @@ export type { EnvelopeFallbacks } from "./envelope-headers.js";
 export { compactHeaders, envelopeFromHeaders } from "./envelope-headers.js";
 export type { DeadLetterOrigin } from "./failure-headers.js";
 export { deadLetterHeaders, redriveHeaders, retryHeaders } from "./failure-headers.js";
+export type { GroupKeySpec } from "./group-key.js";
+export { groupKeyOf, hasGroupKey, NO_GROUP_KEY } from "./group-key.js";
+export type { GroupedSubscription } from "./group-lanes.js";
+export { GROUP_LANE_WINDOW, groupedSubscription } from "./group-lanes.js";
 export type { GuardOptions, UnguardedProvider } from "./guard.js";
 export { guardProvider } from "./guard.js";
 export type { PreparedOutbound, PrepareOutboundOptions } from "./outbound.js";
@@ -13,6 +17,7 @@ export {
   parseAttempt,
   prepareOutbound,
 } from "./outbound.js";
+export { parseProviderConfig } from "./parse-config.js";
 export type { HandlerOutcome, SettlementContext, SettlementVerdict } from "./settlement.js";
 export { decideSettlement, MAX_LAST_ERROR_LENGTH, runHandler } from "./settlement.js";
 export type {

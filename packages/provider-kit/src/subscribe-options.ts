@@ -134,7 +134,19 @@ export const SubscribeFieldsSchema = v.object(
     retry: v.optional(RetryOptionsSchema),
     ordering: v.optional(v.picklist(["none", "fifo"], orderingMessage)),
     groupBy: v.optional(
-      nameOf("groupBy", "name the top-level body field whose value is the message's FIFO group"),
+      nameOf(
+        "groupBy",
+        'name the body field (top-level, or a dotted path like "customer.id") whose value is the message\'s FIFO group',
+      ),
+    ),
+    groupByHeader: v.optional(
+      nameOf("groupByHeader", "name the header whose value is the message's FIFO group"),
+    ),
+    deadLetter: v.optional(
+      v.boolean(
+        (issue) =>
+          `deadLetter must be true or false, got ${shown(issue.input)}: false drops a message whose attempts are spent`,
+      ),
     ),
     maxPriority: v.optional(
       integerIn("maxPriority", {
@@ -186,6 +198,8 @@ function withDefaults(fields: SubscribeFields) {
     }),
     ordering: fields.ordering ?? "none",
     ...(fields.groupBy === undefined ? {} : { groupBy: fields.groupBy }),
+    ...(fields.groupByHeader === undefined ? {} : { groupByHeader: fields.groupByHeader }),
+    deadLetter: fields.deadLetter ?? true,
     ...(fields.maxPriority === undefined ? {} : { maxPriority: fields.maxPriority }),
     handlerTimeoutMs: fields.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
     requested: requestedOf(fields),
@@ -216,6 +230,14 @@ export const SubscribeOptionsSchema = v.pipe(
     (issue) =>
       `groupBy ${shown((issue.input as { groupBy?: string }).groupBy)} needs ordering: "fifo" (message groups are FIFO lanes): add ordering: "fifo", or drop groupBy`,
   ),
+  v.check(
+    (options) => options.groupByHeader === undefined || options.ordering === "fifo",
+    'groupByHeader needs ordering: "fifo" (message groups are FIFO lanes): add ordering: "fifo", or drop groupByHeader',
+  ),
+  v.check(
+    (options) => options.groupBy === undefined || options.groupByHeader === undefined,
+    "groupBy and groupByHeader are both set: a message group has one key, so keep one of them",
+  ),
 );
 
 /** Subscribe options after validation, with every default filled in; frozen. */
@@ -226,6 +248,8 @@ export interface ResolvedSubscribeOptions extends SubscribeOptions {
   readonly retry: RetryPolicy;
   readonly ordering: "none" | "fifo";
   readonly groupBy?: string;
+  readonly groupByHeader?: string;
+  readonly deadLetter: boolean;
   readonly maxPriority?: number;
   readonly handlerTimeoutMs: number;
   /**
@@ -237,7 +261,8 @@ export interface ResolvedSubscribeOptions extends SubscribeOptions {
 }
 
 /** What the options are checked against: the provider's declared capabilities. */
-export type SubscribeCapabilities = Pick<ProviderCapabilities, "fifo" | "messageGroups" | "priorities">;
+export type SubscribeCapabilities = Pick<ProviderCapabilities, "fifo" | "messageGroups" | "priorities"> &
+  Partial<Pick<ProviderCapabilities, "orderedGroups">>;
 
 /** Where the options come from, for the error message. */
 export interface SubscribeContext {
@@ -260,6 +285,12 @@ function unsupported(options: SubscribeOptions, caps: SubscribeCapabilities): st
   if (options.groupBy !== undefined && !caps.messageGroups) {
     problems.push(
       'groupBy is not supported by this provider (capabilities.messageGroups is false): drop groupBy; ordering: "fifo" alone handles one message at a time in publish order',
+    );
+  }
+  const keyed = options.groupByHeader !== undefined || (options.groupBy?.includes(".") ?? false);
+  if (keyed && caps.orderedGroups !== true) {
+    problems.push(
+      "a group key from a header or a dotted path needs ordered groups (capabilities.orderedGroups is not true on this provider): use a top-level groupBy field, or a provider that declares orderedGroups",
     );
   }
   if (options.maxPriority !== undefined && !caps.priorities) {

@@ -36,6 +36,7 @@ describe("resolveSubscribeOptions", () => {
       concurrency: 1,
       retry: DEFAULT_RETRY_POLICY,
       ordering: "none",
+      deadLetter: true,
       handlerTimeoutMs: DEFAULT_HANDLER_TIMEOUT_MS,
       requested: { subscription: "s" },
     });

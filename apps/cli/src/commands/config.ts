@@ -1,13 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { ConfigError } from "@factflow/protocols";
+import { ConfigError, type ConfigIssue } from "@factflow/protocols";
 import { ApiError } from "../api-client.js";
-import { type CliContext, openBackend, UsageError } from "../context.js";
+import { type CliContext, openBackend, serverUrlOf, settingsOf, UsageError } from "../context.js";
 import { json, table } from "../output.js";
-import { showExecution, watchExecution } from "./executions.js";
+import { getExecution, showExecution, watchExecution } from "./executions.js";
 import { parseInput } from "./run.js";
-
-type Entry = { name: string; origin: string; version: number | null; routes: string[]; description?: string };
 
 /** `factflow config list | show NAME | validate FILE | run NAME [--input JSON] [--wait]`. */
 export async function configCommand(ctx: CliContext, args: readonly string[]): Promise<number> {
@@ -19,15 +17,12 @@ export async function configCommand(ctx: CliContext, args: readonly string[]): P
   }
   if (sub !== "list" && target === undefined)
     throw new UsageError(`factflow config ${sub} needs ${sub === "validate" ? "a file" : "a config name"}`);
-  // A file validated here is the user's own: its directory may hold its adapter modules.
-  const backend = await openBackend(
-    ctx,
-    sub === "validate" ? { adapterDir: dirname(resolve(ctx.cwd, target as string)) } : {},
-  );
+  if (sub === "validate") return validateCommand(ctx, target as string);
+  const backend = await openBackend(ctx);
   try {
     const { client } = backend;
     if (sub === "list") {
-      const { items } = await client.get<{ items: Entry[] }>("/api/v1/configs");
+      const { items } = await client.call(client.api.api.v1.configs.$get());
       ctx.output.out(
         ctx.flags.json
           ? json(items)
@@ -41,47 +36,26 @@ export async function configCommand(ctx: CliContext, args: readonly string[]): P
     const name = target as string;
     if (sub === "show") {
       const version = ctx.flags["config-version"];
-      const config = await client.get<{ source: string }>(
-        `/api/v1/configs/${encodeURIComponent(name)}${version === undefined ? "" : `?version=${version}`}`,
+      const config = await client.call(
+        client.api.api.v1.configs[":name"].$get({
+          param: { name },
+          query: version === undefined ? {} : { version },
+        }),
       );
       ctx.output.out(ctx.flags.json ? json(config) : config.source);
       return 0;
     }
-    if (sub === "validate") {
-      const path = resolve(ctx.cwd, name);
-      const source = await readFile(path, "utf8").catch(() => {
-        throw new UsageError(`cannot read ${path}; check the path`);
-      });
-      // Locally the file's own directory anchors relative adapter_modules; remotely the server decides.
-      const result =
-        backend.runtime === undefined
-          ? await client.post<{ valid: boolean; issues: { path: string; message: string; line?: number }[] }>(
-              "/api/v1/configs/validate",
-              { source },
-            )
-          : await backend.runtime.parseConfig(source, path).then(
-              () => ({ valid: true, issues: [] }),
-              (error: unknown) => {
-                if (error instanceof ConfigError) return { valid: false, issues: [...error.issues] };
-                throw error;
-              },
-            );
-      if (ctx.flags.json) ctx.output.out(json(result));
-      else if (result.valid) ctx.output.out(`${name}: valid`);
-      else
-        for (const issue of result.issues)
-          ctx.output.out(
-            `${name}${issue.line === undefined ? "" : `:${issue.line}`}: ${issue.path}: ${issue.message}`,
-          );
-      return result.valid ? 0 : 1;
-    }
     const input = await parseInput(ctx.flags.input, ctx.cwd);
     const version = ctx.flags["config-version"];
-    const created = await client.post<{ id: string; status: string }>("/api/v1/executions", {
-      config: name,
-      ...(version === undefined ? {} : { version: Number(version) }),
-      ...(input === null ? {} : { input }),
-    });
+    const created = await client.call(
+      client.api.api.v1.executions.$post({
+        json: {
+          config: name,
+          ...(version === undefined ? {} : { version: Number(version) }),
+          ...(input === null ? {} : { input }),
+        },
+      }),
+    );
     // In process, the execution lives only as long as this command: always wait for it.
     if (!ctx.flags.wait && backend.runtime === undefined) {
       ctx.output.out(
@@ -93,7 +67,7 @@ export async function configCommand(ctx: CliContext, args: readonly string[]): P
     }
     if (!ctx.flags.json) ctx.output.out(`started execution ${created.id}`);
     const status = await watchExecution(ctx, client, created.id);
-    showExecution(ctx, await client.get(`/api/v1/executions/${created.id}?snapshot=true`));
+    showExecution(ctx, await getExecution(client, created.id, { snapshot: true }));
     return status === "completed" ? 0 : 1;
   } catch (error) {
     if (error instanceof ApiError && error.issues !== undefined) {
@@ -104,4 +78,48 @@ export async function configCommand(ctx: CliContext, args: readonly string[]): P
   } finally {
     await backend.close();
   }
+}
+
+/**
+ * `factflow config validate FILE`. Locally it only parses and checks (no database, broker or
+ * data-directory lock, so it works beside a running server); the file's own directory anchors
+ * relative `adapter_modules`. With `--server` the server validates, with its own adapters.
+ */
+async function validateCommand(ctx: CliContext, file: string): Promise<number> {
+  const path = resolve(ctx.cwd, file);
+  const source = await readFile(path, "utf8").catch(() => {
+    throw new UsageError(`cannot read ${path}; check the path`);
+  });
+  const server = serverUrlOf(ctx);
+  // `line` may be undefined after a JSON round trip (the typed client says so).
+  let result: {
+    valid: boolean;
+    issues: readonly (ConfigIssue | { path: string; message: string; line?: number | undefined })[];
+  };
+  if (server !== undefined) {
+    const backend = await openBackend(ctx);
+    try {
+      result = await backend.client.validateConfig(source);
+    } finally {
+      await backend.close();
+    }
+  } else {
+    const { createConfigValidator } = await import("@factflow/server");
+    const parse = createConfigValidator(await settingsOf(ctx, { adapterDir: dirname(path) }));
+    result = await parse(source, path).then(
+      () => ({ valid: true, issues: [] }),
+      (error: unknown) => {
+        if (error instanceof ConfigError) return { valid: false, issues: error.issues };
+        throw error;
+      },
+    );
+  }
+  if (ctx.flags.json) ctx.output.out(json(result));
+  else if (result.valid) ctx.output.out(`${file}: valid`);
+  else
+    for (const issue of result.issues)
+      ctx.output.out(
+        `${file}${issue.line === undefined ? "" : `:${issue.line}`}: ${issue.path}: ${issue.message}`,
+      );
+  return result.valid ? 0 : 1;
 }

@@ -1,16 +1,7 @@
 import { parseScopedDestination, scopedDestination } from "@factflow/engine";
 import { type CliContext, openBackend, UsageError } from "../context.js";
 import { json, table } from "../output.js";
-
-type Letter = {
-  message_id: string;
-  reason: string;
-  attempts: number;
-  dead_lettered_at: string;
-  last_error: string | null;
-  body: unknown;
-};
-type Destination = { destination: string; kind: string };
+import { defined } from "./executions.js";
 
 /** The destination named by `--queue` (a full `/queue/...` or a name, scoped by `--execution`). */
 export function destinationOf(ctx: CliContext): string | undefined {
@@ -40,14 +31,15 @@ export async function dlqCommand(ctx: CliContext, args: readonly string[]): Prom
   const backend = await openBackend(ctx);
   const { client } = backend;
   const source = {
-    destination,
+    // Set for every subcommand that sends it (checked above).
+    destination: destination as string,
     ...(ctx.flags.subscription === undefined ? {} : { subscription: ctx.flags.subscription }),
   };
   const redrive = { ...source, ...(ctx.flags.force ? { force: true } : {}) };
   try {
     if (sub === "list" && destination === undefined) {
       // Every queue that holds dead letters.
-      const { items } = await client.get<{ items: Destination[] }>("/api/v1/queues");
+      const { items } = await client.call(client.api.api.v1.queues.$get());
       const rows: { destination: string; dlq_depth: number; depth: number }[] = [];
       for (const d of items) {
         if (d.kind !== "queue" || d.destination.endsWith(".dlq")) continue;
@@ -56,8 +48,8 @@ export async function dlqCommand(ctx: CliContext, args: readonly string[]): Prom
           parseScopedDestination(d.destination)?.executionId !== ctx.flags.execution
         )
           continue;
-        const stats = await client.get<{ depth: number; dlq_depth: number }>(
-          `/api/v1/queues/stats?${new URLSearchParams({ destination: d.destination })}`,
+        const stats = await client.call(
+          client.api.api.v1.queues.stats.$get({ query: { destination: d.destination } }),
         );
         if (stats.dlq_depth > 0)
           rows.push({ destination: d.destination, dlq_depth: stats.dlq_depth, depth: stats.depth });
@@ -74,14 +66,16 @@ export async function dlqCommand(ctx: CliContext, args: readonly string[]): Prom
       );
       return 0;
     }
-    const params = new URLSearchParams({ destination: destination as string });
-    if (ctx.flags.subscription !== undefined) params.set("subscription", ctx.flags.subscription);
     if (sub === "list" || sub === "show") {
-      if (ctx.flags.limit !== undefined) params.set("limit", ctx.flags.limit);
-      if (ctx.flags.offset !== undefined) params.set("offset", ctx.flags.offset);
-      if (sub === "show") params.set("limit", "500");
-      const page = await client.get<{ total: number; offset: number; items: Letter[] }>(
-        `/api/v1/queues/dlq?${params}`,
+      const page = await client.call(
+        client.api.api.v1.queues.dlq.$get({
+          query: defined({
+            destination: destination as string,
+            subscription: ctx.flags.subscription,
+            limit: sub === "show" ? "500" : ctx.flags.limit,
+            offset: ctx.flags.offset,
+          }),
+        }),
       );
       if (sub === "show") {
         const letter = page.items.find((l) => l.message_id === messageId);
@@ -113,18 +107,18 @@ export async function dlqCommand(ctx: CliContext, args: readonly string[]): Prom
     if (sub === "redrive") {
       const result =
         messageId === undefined
-          ? await client.post<{ redriven: number }>("/api/v1/queues/dlq/redrive", redrive)
-          : await client.post<{ redriven: boolean }>("/api/v1/queues/dlq/redrive-one", {
-              ...redrive,
-              message_id: messageId,
-            });
+          ? await client.call(client.api.api.v1.queues.dlq.redrive.$post({ json: redrive }))
+          : await client.call(
+              client.api.api.v1.queues.dlq["redrive-one"].$post({
+                json: { ...redrive, message_id: messageId },
+              }),
+            );
       ctx.output.out(ctx.flags.json ? json(result) : `redriven: ${String(result.redriven)}`);
       return 0;
     }
-    const result = await client.post<{ discarded: boolean }>("/api/v1/queues/dlq/discard", {
-      ...source,
-      message_id: messageId,
-    });
+    const result = await client.call(
+      client.api.api.v1.queues.dlq.discard.$post({ json: { ...source, message_id: messageId as string } }),
+    );
     ctx.output.out(ctx.flags.json ? json(result) : `discarded ${messageId}`);
     return 0;
   } finally {

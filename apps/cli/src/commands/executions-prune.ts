@@ -2,8 +2,6 @@ import type { CliContext } from "../context.js";
 import { openBackend, UsageError } from "../context.js";
 import { json } from "../output.js";
 
-type RetentionAnswer = { older_than_days: number; before: string; deleted: number; duration_ms: number };
-
 /**
  * `factflow executions prune --older-than-days N`: deletes executions that finished more than N days
  * ago, with their lineage (running executions are kept). The same job a server runs hourly when
@@ -19,9 +17,10 @@ export async function pruneExecutions(ctx: CliContext): Promise<number> {
     throw new UsageError(`--older-than-days must be a number >= 0 (got "${raw}")\n${usage}`);
   const backend = await openBackend(ctx);
   try {
-    const result = await backend.client.post<RetentionAnswer>("/api/v1/system/retention", {
-      older_than_days: days,
-    });
+    const { client } = backend;
+    const result = await client.call(
+      client.api.api.v1.system.retention.$post({ json: { older_than_days: days } }),
+    );
     ctx.output.out(
       ctx.flags.json
         ? json(result)

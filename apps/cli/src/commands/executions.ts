@@ -1,4 +1,3 @@
-import type { PipelineConfig } from "@factflow/protocols";
 import { type ApiClient, ApiError } from "../api-client.js";
 import { type CliContext, openBackend, UsageError } from "../context.js";
 import { json, table } from "../output.js";
@@ -6,23 +5,20 @@ import { ProgressDisplay, type RouteProgress } from "../progress.js";
 import { routeOrder } from "../route-order.js";
 import { pruneExecutions } from "./executions-prune.js";
 
-type Execution = {
-  id: string;
-  status: string;
-  config_name: string;
-  config_version: number | null;
-  created_at: string;
-  finished_at: string | null;
-  error: string | null;
-  parent_execution_id: string | null;
-  replay_from_route: string | null;
-  routes?: Record<string, { messages: Record<string, number>; adapters: Record<string, number> }>;
-  config_snapshot?: PipelineConfig;
-};
+/** An execution as `GET /api/v1/executions/{id}` answers: the route's own type, through `hc<AppType>`. */
+type Execution = Awaited<ReturnType<typeof getExecution>>;
 
-function query(params: Record<string, string | undefined>): string {
-  const entries = Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined);
-  return entries.length === 0 ? "" : `?${new URLSearchParams(entries).toString()}`;
+type ExecutionStatus = "running" | "completed" | "failed" | "cancelled";
+
+/** `params` without its undefined entries (query parameters that were not given). */
+export function defined<T extends Record<string, string | undefined>>(params: T): T {
+  return Object.fromEntries(Object.entries(params).filter((e) => e[1] !== undefined)) as T;
+}
+
+/** `GET /api/v1/executions/{id}` through the typed client (`snapshot` adds the frozen config). */
+export function getExecution(client: ApiClient, id: string, options: { snapshot?: boolean } = {}) {
+  const query = options.snapshot === true ? { snapshot: "true" as const } : {};
+  return client.call(client.api.api.v1.executions[":id"].$get({ param: { id }, query }));
 }
 
 /** Follows the SSE stream of an execution until it ends; returns the final status. */
@@ -96,8 +92,16 @@ export async function executionsCommand(ctx: CliContext, args: readonly string[]
   try {
     const { client } = backend;
     if (sub === "list") {
-      const page = await client.get<{ total: number; items: Execution[] }>(
-        `/api/v1/executions${query({ status: ctx.flags.status, config: ctx.flags.config, limit: ctx.flags.limit, offset: ctx.flags.offset })}`,
+      const page = await client.call(
+        client.api.api.v1.executions.$get({
+          query: defined({
+            // The server checks the status and answers 400 naming the allowed ones.
+            status: ctx.flags.status as ExecutionStatus | undefined,
+            config: ctx.flags.config,
+            limit: ctx.flags.limit,
+            offset: ctx.flags.offset,
+          }),
+        }),
       );
       if (ctx.flags.json) ctx.output.out(json(page));
       else {
@@ -113,12 +117,12 @@ export async function executionsCommand(ctx: CliContext, args: readonly string[]
     }
     const target = id as string;
     if (sub === "show") {
-      showExecution(ctx, await client.get<Execution>(`/api/v1/executions/${target}?snapshot=true`));
+      showExecution(ctx, await getExecution(client, target, { snapshot: true }));
       return 0;
     }
     if (sub === "cancel") {
-      const result = await client.post<{ id: string; status: string; cancelled: boolean }>(
-        `/api/v1/executions/${target}/cancel`,
+      const result = await client.call(
+        client.api.api.v1.executions[":id"].cancel.$post({ param: { id: target } }),
       );
       ctx.output.out(
         ctx.flags.json
@@ -132,17 +136,14 @@ export async function executionsCommand(ctx: CliContext, args: readonly string[]
     if (sub === "resume") {
       // Here (in process, on the local data directory) or on --server: continue it, then follow it
       // to its end. In process it lives as long as this command.
-      const resumed = await client.post<{ id: string; status: string }>(
-        `/api/v1/executions/${target}/resume`,
+      const resumed = await client.call(
+        client.api.api.v1.executions[":id"].resume.$post({ param: { id: target } }),
       );
       if (!ctx.flags.json) ctx.output.out(`resumed ${resumed.id}`);
       const status = await watchExecution(ctx, client, target);
       return status === "completed" ? 0 : 1;
     }
-    if (
-      backend.runtime !== undefined &&
-      (await client.get<Execution>(`/api/v1/executions/${target}`)).status === "running"
-    ) {
+    if (backend.runtime !== undefined && (await getExecution(client, target)).status === "running") {
       throw new UsageError(
         "this execution is not running in this process; watch it with --server pointing at the server that runs it",
       );

@@ -1,19 +1,19 @@
+import type { lineageJson } from "@factflow/server";
 import { type CliContext, openBackend, UsageError } from "../context.js";
 import { json, table } from "../output.js";
-import { showExecution, watchExecution } from "./executions.js";
+import { defined, getExecution, showExecution, watchExecution } from "./executions.js";
 
-type Row = {
-  id: string;
-  kind: string;
-  route: string;
-  adapter: string | null;
-  message_id: string;
-  parent_id: string | null;
-  attempt: number;
-  status: string;
-  error: { class: string; message: string } | null;
-  output_keys: string[];
+/** The query of `GET /api/v1/executions/{id}/lineage`. */
+type LineageQuery = {
+  status?: "pending" | "initiated" | "processing" | "completed" | "failed" | "abandoned";
+  kind?: "message" | "adapter";
 };
+
+/** The fields of a lineage row (the server's `lineageJson`) that the table shows. */
+type Row = Pick<
+  ReturnType<typeof lineageJson>,
+  "kind" | "route" | "adapter" | "message_id" | "attempt" | "status" | "output_keys"
+> & { readonly error: { readonly class: string; readonly message: string } | null };
 
 function render(rows: readonly Row[]): string {
   return table(
@@ -36,22 +36,28 @@ export async function lineageCommand(ctx: CliContext, args: readonly string[]): 
   if (id === undefined)
     throw new UsageError("usage: factflow lineage EXECUTION [--message ID] [--route R] [--status S]");
   const backend = await openBackend(ctx);
+  const { client } = backend;
   try {
     const message = ctx.flags.message?.[0];
     if (message !== undefined) {
-      const tree = await backend.client.get<{ items: Row[] }>(
-        `/api/v1/executions/${id}/lineage/${encodeURIComponent(message)}`,
+      const tree = await client.call(
+        client.api.api.v1.executions[":id"].lineage[":messageId"].$get({ param: { id, messageId: message } }),
       );
       ctx.output.out(ctx.flags.json ? json(tree) : render(tree.items));
       return 0;
     }
-    const params = new URLSearchParams();
-    for (const key of ["route", "status", "kind", "limit", "offset"] as const) {
-      const value = ctx.flags[key];
-      if (value !== undefined) params.set(key, value);
-    }
-    const page = await backend.client.get<{ total: number; offset: number; items: Row[] }>(
-      `/api/v1/executions/${id}/lineage?${params.toString()}`,
+    const page = await client.call(
+      client.api.api.v1.executions[":id"].lineage.$get({
+        param: { id },
+        // The server checks status and kind and answers 400 naming the allowed values.
+        query: defined({
+          route: ctx.flags.route,
+          status: ctx.flags.status as LineageQuery["status"],
+          kind: ctx.flags.kind as LineageQuery["kind"],
+          limit: ctx.flags.limit,
+          offset: ctx.flags.offset,
+        }),
+      }),
     );
     if (ctx.flags.json) ctx.output.out(json(page));
     else
@@ -73,12 +79,15 @@ export async function replayCommand(ctx: CliContext, args: readonly string[]): P
   const backend = await openBackend(ctx);
   try {
     const messages = ctx.flags.message;
-    const created = await backend.client.post<{ id: string; status: string }>(
-      `/api/v1/executions/${id}/replay`,
-      {
-        from_route: from,
-        ...(messages === undefined || messages.length === 0 ? {} : { message_ids: messages }),
-      },
+    const { client } = backend;
+    const created = await client.call(
+      client.api.api.v1.executions[":id"].replay.$post({
+        param: { id },
+        json: {
+          from_route: from,
+          ...(messages === undefined || messages.length === 0 ? {} : { message_ids: messages }),
+        },
+      }),
     );
     if (!ctx.flags.wait && backend.runtime === undefined) {
       ctx.output.out(
@@ -88,7 +97,7 @@ export async function replayCommand(ctx: CliContext, args: readonly string[]): P
     }
     if (!ctx.flags.json) ctx.output.out(`started replay ${created.id} of ${id} from route ${from}`);
     const status = await watchExecution(ctx, backend.client, created.id);
-    showExecution(ctx, await backend.client.get(`/api/v1/executions/${created.id}?snapshot=true`));
+    showExecution(ctx, await getExecution(client, created.id, { snapshot: true }));
     return status === "completed" ? 0 : 1;
   } finally {
     await backend.close();

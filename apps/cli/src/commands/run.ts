@@ -1,7 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { ConfigError, type JsonValue } from "@factflow/protocols";
-import { composeRuntime } from "@factflow/server";
 import { type CliContext, cliLogger, settingsOf, UsageError } from "../context.js";
 import { json } from "../output.js";
 import { ProgressDisplay, type RouteProgress } from "../progress.js";
@@ -43,9 +42,10 @@ export async function runCommand(ctx: CliContext, args: readonly string[]): Prom
   }
   const input = await parseInput(ctx.flags.input, ctx.cwd);
   // The user runs this file on purpose: its own directory may hold its adapter modules.
-  const settings = settingsOf(ctx, { adapterDir: dirname(path) });
+  const settings = await settingsOf(ctx, { adapterDir: dirname(path) });
   const { output, flags } = ctx;
   // One execution, then exit: no retention schedule (`factflow executions prune` runs it on demand).
+  const { composeRuntime } = await import("@factflow/server");
   const runtime = await composeRuntime(settings, {
     logger: cliLogger(output),
     progressIntervalMs: 250,

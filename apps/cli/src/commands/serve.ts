@@ -1,9 +1,9 @@
-import { startServer } from "@factflow/server";
 import { type CliContext, settingsOf } from "../context.js";
 
 /** `factflow serve [--host H] [--port P]`: runs the HTTP API until SIGINT/SIGTERM. */
 export async function serveCommand(ctx: CliContext): Promise<number> {
-  const settings = settingsOf(ctx);
+  const settings = await settingsOf(ctx);
+  const { startServer } = await import("@factflow/server");
   const server = await startServer(settings, { handleSignals: true });
   ctx.output.err(
     `factflow server listening on ${server.url} (provider ${settings.provider}); Ctrl-C stops it`,

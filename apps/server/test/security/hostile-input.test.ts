@@ -125,13 +125,18 @@ describe("hostile input gets a clear 4xx and leaves nothing behind", () => {
     );
     expect(big.status).toBe(413);
     expect(big.body.error.message).toMatch(/artefacts/);
+    // The server answers 413 from the content-length without reading the body and closes: a client
+    // still writing 50 MB may see the connection cut (EPIPE, ECONNRESET) before it reads the answer.
     const huge = await send(
       server.base,
       "POST",
       "/api/v1/executions",
       json({ config: "docs-ingest", input: { blob: "x".repeat(50_000_000) } }),
-    );
-    expect(huge.status).toBe(413);
+    ).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "EPIPE" || error.code === "ECONNRESET") return "cut while sending" as const;
+      throw error;
+    });
+    if (huge !== "cut while sending") expect(huge.status).toBe(413);
     expect(await total()).toBe(before);
   });
 

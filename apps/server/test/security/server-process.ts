@@ -22,6 +22,15 @@ export interface RefusedStart {
   readonly stderr: string;
 }
 
+/**
+ * Every child still running. A test that times out while its server starts never gets the handle to
+ * stop it, so the worker kills what is left when it exits (a leaked server outlived a CI run once).
+ */
+const children = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of children) child.kill("SIGKILL");
+});
+
 function spawnServe(
   env: Record<string, string>,
   args: readonly string[],
@@ -42,6 +51,8 @@ function spawnServe(
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
+  children.add(child);
+  child.once("exit", () => children.delete(child));
   return { child, dir };
 }
 
@@ -57,7 +68,11 @@ export async function startServerProcess(
   });
   child.stdout?.resume();
   const base = await new Promise<string>((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start within 60 s:\n${stderr}`)), 60_000);
+    // A deadline for a hang (a loaded machine can take tens of seconds), and the child goes with it.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`server did not start within 100 s:\n${stderr}`));
+    }, 100_000);
     const onData = () => {
       const match = /listening on (http:\/\/\S+)/.exec(stderr);
       if (match?.[1] !== undefined) {
@@ -168,6 +183,10 @@ export async function send(
       },
     );
     req.on("error", reject);
+    // A server that answers before reading a large body (413) closes while the body is still being
+    // written; the write's EPIPE can come after the request let go of its socket, where nothing else
+    // listens (vitest then fails the run on an unhandled error).
+    req.on("socket", (socket) => socket.on("error", () => {}));
     if (options.body !== undefined) req.write(options.body);
     req.end();
   });

@@ -25,7 +25,7 @@ import {
 import type { ArtemisConfig } from "./config.js";
 import { deleteArtemisDestination } from "./delete-destination.js";
 import { DLQ_ID_HEADER, decodeMessage, sendHeaders } from "./envelope-codec.js";
-import { type ManagementClient, ResourceNotFound } from "./management.js";
+import { type ManagementClient, type QueueFigures, ResourceNotFound } from "./management.js";
 import {
   type ArtemisTarget,
   checkSubscriptionName,
@@ -103,20 +103,13 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       this.deps.management.queueFigures(dlq),
       countBrokerDeadLetters(this.deps.management, broker),
     ]);
-    const count = figures.messageCount;
-    const delivering = figures.deliveringCount;
-    const consumers = figures.consumerCount;
     // Dead letters the broker moved on its own count too: they are as recoverable as Factflow's.
     const dlqDepth = dlqFigures.messageCount + sum(brokerCounts);
-    // Artemis counts what sits in a consumer's window as delivering; deliveries no handler has
-    // started yet are still waiting as far as Factflow is concerned.
-    const inFlight = Math.max(0, delivering - this.deps.buffered(queue));
     return {
       destination: target.destination,
       ...(source.subscription === undefined ? {} : { subscription: source.subscription }),
-      depth: Math.max(0, count - inFlight),
-      consumers,
-      inFlight,
+      ...depthAndInFlight(figures, this.deps.buffered(queue)),
+      consumers: figures.consumerCount,
       dlqDepth,
     };
   }
@@ -369,6 +362,25 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     this.tail = run.catch(() => undefined);
     return run;
   }
+}
+
+/**
+ * Waiting and in-flight figures of a queue. Artemis counts what sits in a consumer's window as
+ * delivering; deliveries no handler of this provider has started yet (`buffered`) are still waiting
+ * as far as Factflow is concerned. Only deliveries a live consumer holds count: a delivery Artemis
+ * stranded (counted delivering, held by no consumer, not redelivered; see `QueueFigures`) is
+ * neither waiting nor in flight, so it cannot make an execution look busy for ever (the cluster
+ * takeover re-publishes the message it stood for).
+ */
+export function depthAndInFlight(
+  figures: Pick<QueueFigures, "messageCount" | "deliveringCount" | "heldCount">,
+  buffered: number,
+): { depth: number; inFlight: number } {
+  const held = Math.max(0, Math.min(figures.deliveringCount, figures.heldCount));
+  // Waiting and scheduled: everything the queue counts that is not delivering.
+  const ready = Math.max(0, figures.messageCount - figures.deliveringCount);
+  const inFlight = Math.max(0, held - buffered);
+  return { depth: ready + held - inFlight, inFlight };
 }
 
 function toDeadLetter(message: IMessage): DeadLetter {

@@ -1,15 +1,13 @@
-import { ConfigError, type ConfigIssue } from "@factflow/protocols";
+import { redactUrl } from "@factflow/protocols";
+import { parseProviderConfig } from "@factflow/provider-kit";
 import * as v from "valibot";
+
+export { redactUrl };
 
 const positiveInt = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(max));
 
 /** What `scripts/services/artemis.sh start` prints, and the default of every Artemis setting. */
 export const DEFAULT_ARTEMIS_URL = "stomp://127.0.0.1:61613";
-
-/** Replaces the password of a `stomp://user:password@host:port` URL with `<redacted>`. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:/@]*):([^@/]*)@/, "//$1:<redacted>@");
-}
 
 /** Settings of the Artemis provider. */
 export const ArtemisConfigSchema = v.strictObject({
@@ -110,14 +108,5 @@ function secretsOf(input: unknown): string[] {
  * appear in it.
  */
 export function parseArtemisConfig(input: unknown): ArtemisConfig {
-  const result = v.safeParse(ArtemisConfigSchema, input ?? {});
-  if (result.success) return Object.freeze(result.output);
-  const secrets = secretsOf(input);
-  const issues: ConfigIssue[] = result.issues.map((issue) => {
-    const path = issue.path?.map((p) => String(p.key)).join(".") ?? "";
-    let message = issue.message;
-    for (const secret of secrets) message = message.split(secret).join("<redacted>");
-    return { path: path === "" ? "(root)" : path, message };
-  });
-  throw new ConfigError("[factflow/artemis] provider config", issues);
+  return Object.freeze(parseProviderConfig("artemis", ArtemisConfigSchema, input, secretsOf(input)));
 }

@@ -11,6 +11,7 @@ import {
 import {
   emptyDurabilityCounters,
   guardProvider,
+  hasGroupKey,
   type ResolvedSubscribeOptions,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
@@ -65,6 +66,8 @@ export const ARTEMIS_CAPABILITIES: ProviderCapabilities = Object.freeze({
   delayGranularityMs: 20,
   fifo: true,
   messageGroups: true,
+  // An exclusive queue (one active consumer across every server) + the kit's group lanes.
+  orderedGroups: true,
   durable: true,
   maxMessageBytes: 10_485_760,
 });
@@ -172,12 +175,13 @@ export function createArtemisProvider(
     ) {
       const target = resolveDestination(destination);
       checkSubscriptionName(destination, subscribeOptions.subscription);
-      const { prefetch, concurrency, groupBy } = subscribeOptions;
+      const { prefetch, concurrency, groupBy, groupByHeader } = subscribeOptions;
       const fifo = subscribeOptions.ordering === "fifo";
       // FIFO without groups: one unsettled delivery and one handler at a time, from an exclusive
       // queue (a single active consumer across every server). With groups: the same exclusive queue,
       // and the provider runs one message per group at a time.
-      const strict = fifo && groupBy === undefined;
+      const grouped = hasGroupKey(subscribeOptions);
+      const strict = fifo && !grouped;
       const subscription = new ArtemisSubscription(target, subscribeOptions.subscription, handler, {
         link,
         guard,
@@ -186,7 +190,14 @@ export function createArtemisProvider(
         sendCopy,
         // Artemis' consumer window counts bytes; a window of 1 byte means exactly one unsettled delivery.
         windowBytes: prefetch === 1 || strict ? 1 : prefetch * config.prefetchBytesPerMessage,
-        ...(groupBy === undefined ? {} : { groupBy }),
+        ...(grouped
+          ? {
+              groupKey: {
+                ...(groupBy === undefined ? {} : { groupBy }),
+                ...(groupByHeader === undefined ? {} : { groupByHeader }),
+              },
+            }
+          : {}),
         retry: subscribeOptions.retry,
         concurrency: strict ? 1 : concurrency,
         handlerTimeoutMs: subscribeOptions.handlerTimeoutMs,

@@ -12,6 +12,8 @@ import {
 import {
   deadLetterHeaders,
   decideSettlement,
+  type GroupKeySpec,
+  groupKeyOf,
   retryHeaders,
   runHandler,
   type SettlementVerdict,
@@ -44,8 +46,8 @@ export interface SubscriptionDeps {
     what: string,
   ) => Promise<void>;
   readonly windowBytes: number;
-  /** Top-level body field naming a message's FIFO group: one message per group at a time, in order. */
-  readonly groupBy?: string;
+  /** Where a message's FIFO group comes from: one message per group at a time, in order. */
+  readonly groupKey?: GroupKeySpec;
   readonly retry: RetryPolicy;
   readonly concurrency: number;
   readonly handlerTimeoutMs: number;
@@ -149,8 +151,20 @@ export class ArtemisSubscription implements Subscription {
       (message, generation) => this.receive(message, generation, attachment),
       confirm,
     );
-    if (attachment === this.attachment) this.current = subscription;
-    if (this.stopped) await subscription.unsubscribe();
+    if (this.stopped) {
+      await subscription.unsubscribe();
+    } else if (attachment === this.attachment) {
+      this.current = subscription;
+    } else {
+      // A later attach overlapped this one and won: this consumer's deliveries are never handled
+      // (receive() ignores them), so it must go, or the broker would hold them for it for ever.
+      await subscription.unsubscribe().catch((error: unknown) =>
+        this.deps.logger.debug("artemis: superseded consumer could not unsubscribe", {
+          destination: this.destination,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+      );
+    }
   }
 
   /**
@@ -224,12 +238,9 @@ export class ArtemisSubscription implements Subscription {
   }
 
   private groupOf(decoded: DecodedMessage): string | undefined {
-    const field = this.deps.groupBy;
-    if (field === undefined) return undefined;
-    const body = decoded.envelope.body;
-    const value = body !== null && typeof body === "object" && !Array.isArray(body) ? body[field] : undefined;
-    // Messages without the field form one group of their own.
-    return value === undefined ? "\u0000" : JSON.stringify(value);
+    const key = this.deps.groupKey;
+    // Messages without a key value form one group of their own (the kit's NO_GROUP_KEY).
+    return key === undefined ? undefined : groupKeyOf(decoded.envelope, key);
   }
 
   private pump(): void {

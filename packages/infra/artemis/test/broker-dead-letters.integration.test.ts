@@ -124,7 +124,7 @@ function registerTests(): void {
       expect(received.map((d) => d.message.id).sort()).toEqual([one, three].sort());
       expect(received.every((d) => d.attempt === 1)).toBe(true);
       await recovered.unsubscribe();
-    }, 90_000);
+    }, 180_000);
   });
 }
 

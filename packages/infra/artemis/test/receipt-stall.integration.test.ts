@@ -135,7 +135,7 @@ function registerTests(): void {
         } finally {
           await Promise.all([p.close(), observer.close()]);
         }
-      }, 60_000);
+      }, 180_000);
     }
   });
 }

@@ -172,7 +172,7 @@ function registerGuardTests(): void {
       } finally {
         await p.close();
       }
-    }, 40_000);
+    }, 180_000);
   });
 }
 

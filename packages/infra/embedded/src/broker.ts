@@ -103,19 +103,25 @@ export class Broker {
    * something to wait for (the file mode's commit); the memory mode stores it synchronously.
    */
   publish(target: Target, prepared: PreparedMessage): Promise<void> | undefined {
-    let queues: PhysicalQueue[];
     if (target.kind === "queue") {
-      queues = [this.queueNamed(target.name)];
-    } else {
-      let subs = this.topics.get(target.name);
-      if (subs === undefined) {
-        subs = new Map();
-        this.topics.set(target.name, subs);
-      }
-      queues = [...subs.values()];
+      // One queue (the common case) stores the prepared object itself, with no arrays around it.
+      const queue = this.queueNamed(target.name);
+      this.counters.published++;
+      prepared.seq = this.nextSeq++;
+      prepared.queueKey = queue.key;
+      if (this.journal.durable)
+        return this.journal.publish([prepared]).then(() => this.#deliverOne(queue, prepared));
+      this.#deliverOne(queue, prepared);
+      return undefined;
     }
+    let subs = this.topics.get(target.name);
+    if (subs === undefined) {
+      subs = new Map();
+      this.topics.set(target.name, subs);
+    }
+    const queues = [...subs.values()];
     this.counters.published++;
-    // One queue (the common case) stores the prepared object itself; a topic stores one copy each.
+    // A topic stores one copy per subscription (the first is the prepared object itself).
     const messages: StoredMessage[] = queues.map((queue, i) => {
       const message = i === 0 ? prepared : { ...prepared };
       message.seq = this.nextSeq++;
@@ -127,6 +133,14 @@ export class Broker {
     }
     this.#deliverable(queues, messages);
     return undefined;
+  }
+
+  #deliverOne(queue: PhysicalQueue, message: StoredMessage): void {
+    this.counters.confirmed++;
+    if (this.closed) return;
+    this.adopt(message);
+    queue.enqueue(message, Date.now());
+    this.pump(queue);
   }
 
   #deliverable(queues: readonly PhysicalQueue[], messages: readonly StoredMessage[]): void {

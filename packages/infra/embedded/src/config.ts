@@ -1,4 +1,5 @@
-import { ConfigError, type ConfigIssue, DEFAULT_PREFETCH, MAX_PREFETCH } from "@factflow/protocols";
+import { DEFAULT_PREFETCH, MAX_PREFETCH } from "@factflow/protocols";
+import { parseProviderConfig } from "@factflow/provider-kit";
 import * as v from "valibot";
 
 const int = (min: number, max: number) => v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
@@ -42,11 +43,5 @@ export type EmbeddedConfig = Readonly<v.InferOutput<typeof EmbeddedConfigSchema>
 
 /** Validates, defaults and freezes a provider config; throws a `ConfigError` listing every issue. */
 export function parseEmbeddedConfig(input: unknown): EmbeddedConfig {
-  const result = v.safeParse(EmbeddedConfigSchema, input ?? {});
-  if (result.success) return Object.freeze(result.output);
-  const issues: ConfigIssue[] = result.issues.map((issue) => {
-    const path = issue.path?.map((p) => String(p.key)).join(".") ?? "";
-    return { path: path === "" ? "(root)" : path, message: issue.message };
-  });
-  throw new ConfigError("[factflow/embedded] provider config", issues);
+  return Object.freeze(parseProviderConfig("embedded", EmbeddedConfigSchema, input));
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { Headers, type MessageEnvelope, type OutboundMessage } from "@factflow/protocols";
-import { prepareOutbound } from "@factflow/provider-kit";
+import { Headers, type JsonValue, type MessageEnvelope, type OutboundMessage } from "@factflow/protocols";
+import { type GroupKeySpec, groupKeyOf, hasGroupKey, prepareOutbound } from "@factflow/provider-kit";
 import { PROVIDER_NAME } from "./errors.js";
 
 /** Why and when a message was dead-lettered. */
@@ -105,13 +105,12 @@ export function toEnvelope(message: StoredMessage, extraHeaders?: Record<string,
   return envelope;
 }
 
-/** The lane (FIFO group) of a message: the string form of a top-level body field, "" when absent. */
-export function laneOf(message: StoredMessage, groupBy: string | undefined): string {
-  if (groupBy === undefined) return "";
-  const body: unknown = JSON.parse(message.bodyJson);
-  if (typeof body !== "object" || body === null || Array.isArray(body)) return "";
-  const value = (body as Record<string, unknown>)[groupBy];
-  if (typeof value === "string") return value;
-  if (typeof value === "number" || typeof value === "boolean") return String(value);
-  return "";
+/**
+ * The lane (FIFO group) of a message: the kit's group key (a body field or path, or a header), ""
+ * for a strict FIFO queue without a key.
+ */
+export function laneOf(message: StoredMessage, key: GroupKeySpec): string {
+  if (!hasGroupKey(key)) return "";
+  const body: unknown = key.groupBy === undefined ? null : JSON.parse(message.bodyJson);
+  return groupKeyOf({ body: body as JsonValue, headers: message.headers }, key);
 }

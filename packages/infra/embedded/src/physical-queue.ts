@@ -47,11 +47,14 @@ export class PhysicalQueue {
   }
 
   #makeReady(): ReadySet {
-    const { ordering, groupBy, maxPriority } = this.layout;
+    const { ordering, groupBy, groupByHeader, maxPriority } = this.layout;
     if (ordering === "fifo") {
-      const group = groupBy;
+      const key = {
+        ...(groupBy === undefined ? {} : { groupBy }),
+        ...(groupByHeader === undefined ? {} : { groupByHeader }),
+      };
       return new LaneReadySet(
-        (message) => laneOf(message, group),
+        (message) => laneOf(message, key),
         (due, wake) => this.scheduler.at(due, wake),
         () => this.pump(this),
       );

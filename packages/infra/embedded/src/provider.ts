@@ -33,7 +33,7 @@ import {
   recoverLog,
 } from "./log-store.js";
 import { prepareMessage } from "./message.js";
-import { parseKey, resolveTarget, validateSubscriptionName } from "./naming.js";
+import { parseKey, resolveTarget, type Target, validateSubscriptionName } from "./naming.js";
 import { parseDefinition, type QueueDefinition } from "./queue-options.js";
 import { encodeMessage, encodeRecord } from "./record-codec.js";
 
@@ -82,6 +82,8 @@ export interface EmbeddedProviderOptions {
   readonly logger?: Logger;
 }
 
+const TARGET_CACHE_SIZE = 4096;
+
 function restore(broker: Broker, state: RecoveredState): void {
   for (const key of state.subscriptions) {
     const parsed = parseKey(key);
@@ -129,6 +131,18 @@ export function createEmbeddedProvider(
   let journal: FileJournal | undefined;
   let releaseLock: (() => Promise<void>) | undefined;
   let recovered: RecoveredState | undefined;
+  /** Publish destinations already checked: a pipeline publishes to a few queues over and over. */
+  const targets = new Map<string, Target>();
+  const publishTarget = (destination: string): Target => {
+    let target = targets.get(destination);
+    if (target === undefined) {
+      target = resolveTarget(destination);
+      // Bounded: executions come and go, each with queues of its own.
+      if (targets.size >= TARGET_CACHE_SIZE) targets.clear();
+      targets.set(destination, target);
+    }
+    return target;
+  };
 
   /** The open broker. The kit's guard lets calls through only while connected, so it is there. */
   const use = (operation: string): Broker => {
@@ -144,6 +158,7 @@ export function createEmbeddedProvider(
     delayGranularityMs: 5,
     fifo: true,
     messageGroups: true,
+    orderedGroups: true,
     durable: config.mode === "file",
     maxMessageBytes: config.maxMessageBytes,
   });
@@ -197,7 +212,7 @@ export function createEmbeddedProvider(
 
     async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
       const b = use("publish");
-      const target = resolveTarget(destination);
+      const target = publishTarget(destination);
       const prepared = prepareMessage(target.destination, message, config.maxMessageBytes, Date.now());
       const durable = b.publish(target, prepared);
       if (durable !== undefined) await durable;

@@ -6,8 +6,10 @@ import { invalidInput, PROVIDER_NAME } from "./errors.js";
 /** How a physical queue orders its messages. */
 export interface QueueLayout {
   readonly ordering: "none" | "fifo";
-  /** Top-level body field naming the FIFO group (only with `ordering: "fifo"`). */
+  /** Body field (top-level or dotted path) naming the FIFO group (only with `ordering: "fifo"`). */
   readonly groupBy: string | undefined;
+  /** Header naming the FIFO group, instead of `groupBy`. */
+  readonly groupByHeader?: string | undefined;
   /** Set when the queue is a priority queue. */
   readonly maxPriority: number | undefined;
 }
@@ -28,6 +30,7 @@ const fields = {
   concurrency: field.concurrency,
   handlerTimeoutMs: field.handlerTimeoutMs,
   retry: field.retry,
+  groupByHeader: field.groupByHeader,
 };
 const FIELD_NAMES = Object.keys(fields).join(", ");
 
@@ -47,7 +50,7 @@ export const QueueDefinitionSchema = v.strictObject(fields, (issue) =>
 export type QueueDefinition = v.InferOutput<typeof QueueDefinitionSchema>;
 
 /** Every capability: the embedded provider honours all of them. */
-const ALL_CAPABILITIES = { fifo: true, messageGroups: true, priorities: true } as const;
+const ALL_CAPABILITIES = { fifo: true, messageGroups: true, priorities: true, orderedGroups: true } as const;
 
 /**
  * Validates a queue definition: each field as the subscribe option of the same name, and together
@@ -74,16 +77,26 @@ export function mergeLayout(
   explicit: {
     ordering?: "none" | "fifo" | undefined;
     groupBy?: string | undefined;
+    groupByHeader?: string | undefined;
     maxPriority?: number | undefined;
   },
 ): QueueLayout {
+  const keyed = explicit.groupBy !== undefined || explicit.groupByHeader !== undefined;
+  const keep = !keyed && explicit.ordering !== "none";
+  const groupByHeader = explicit.groupByHeader ?? (keep ? current.groupByHeader : undefined);
   return {
     ordering: explicit.ordering ?? current.ordering,
-    groupBy: explicit.groupBy ?? (explicit.ordering === "none" ? undefined : current.groupBy),
+    groupBy: explicit.groupBy ?? (keep ? current.groupBy : undefined),
+    ...(groupByHeader === undefined ? {} : { groupByHeader }),
     maxPriority: explicit.maxPriority ?? current.maxPriority,
   };
 }
 
 export function sameLayout(a: QueueLayout, b: QueueLayout): boolean {
-  return a.ordering === b.ordering && a.groupBy === b.groupBy && a.maxPriority === b.maxPriority;
+  return (
+    a.ordering === b.ordering &&
+    a.groupBy === b.groupBy &&
+    a.groupByHeader === b.groupByHeader &&
+    a.maxPriority === b.maxPriority
+  );
 }

@@ -200,7 +200,7 @@ describe("file mode", () => {
       },
       { subscription: "check", concurrency: 1 },
     );
-    await waitFor(() => bodies.length === 49, "49 deliveries", 10_000);
+    await waitFor(() => bodies.length === 49, "49 deliveries", 60_000);
     expect(bodies).toEqual(Array.from({ length: 50 }, (_, i) => i).filter((i) => i !== 20));
     await stop(second);
     // The log was rewritten without the damage: the next start finds none.

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { Logger } from "@factflow/protocols";
 
 /** Polls `condition` until it holds or the deadline passes (then throws with `what`). */
-export async function waitFor(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+export async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);

@@ -85,7 +85,7 @@ describe("fifo message groups", () => {
     for (let n = 0; n < 20; n++)
       for (const g of ["a", "b", "c", "d"]) publishes.push(p.publish("/queue/g", { body: { g, n } }));
     await Promise.all(publishes);
-    await waitFor(() => p.counters().acked === 80, "80 acked", 10_000);
+    await waitFor(() => p.counters().acked === 80, "80 acked", 60_000);
     for (const g of ["a", "b", "c", "d"])
       expect(perGroup[g]).toEqual(Array.from({ length: 20 }, (_, n) => n));
     expect(sameGroupOverlap).toBe(false);

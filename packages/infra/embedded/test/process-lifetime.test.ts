@@ -25,5 +25,5 @@ describe("timers and the process lifetime", () => {
     expect(err).toBe("");
     expect(out).toBe("attempt 1\nattempt 2\n");
     expect(code, "the process exited by itself, not by the 60 s kill").toBe(0);
-  }, 90_000);
+  }, 180_000);
 });

@@ -1,35 +1,10 @@
-import { ConfigError, type ConfigIssue } from "@factflow/protocols";
+import { redactSecrets, redactUrl } from "@factflow/protocols";
+import { parseProviderConfig } from "@factflow/provider-kit";
 import * as v from "valibot";
 
+export { redactSecrets, redactUrl };
+
 const positiveInt = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(max));
-
-/** Replaces the password of an AMQP URL with `<redacted>`; leaves anything unparsable untouched. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password === "") return url;
-    parsed.password = "<redacted>";
-    return parsed.toString().replace("%3Credacted%3E", "<redacted>");
-  } catch {
-    return url.replace(/\/\/([^:/@]*):([^@/]*)@/, "//$1:<redacted>@");
-  }
-}
-
-/** Removes every occurrence of the URL's password (raw or URL-encoded) from `text`. */
-export function redactSecrets(text: string, url: string): string {
-  let out = text.split(url).join(redactUrl(url));
-  try {
-    const password = new URL(url).password;
-    if (password.length >= 3) {
-      out = out.split(password).join("<redacted>");
-      const decoded = decodeURIComponent(password);
-      if (decoded !== password) out = out.split(decoded).join("<redacted>");
-    }
-  } catch {
-    // Not a URL: nothing more to hide than the literal string replaced above.
-  }
-  return out;
-}
 
 /** Settings of the RabbitMQ provider. */
 export const RabbitMqConfigSchema = v.strictObject({
@@ -85,16 +60,5 @@ export type RabbitMqConfig = Readonly<v.InferOutput<typeof RabbitMqConfigSchema>
  * password never appears in it.
  */
 export function parseRabbitMqConfig(input: unknown): RabbitMqConfig {
-  const result = v.safeParse(RabbitMqConfigSchema, input ?? {});
-  if (result.success) return Object.freeze(result.output);
-  const rawUrl =
-    typeof input === "object" && input !== null && typeof (input as { url?: unknown }).url === "string"
-      ? (input as { url: string }).url
-      : undefined;
-  const issues: ConfigIssue[] = result.issues.map((issue) => {
-    const path = issue.path?.map((p) => String(p.key)).join(".") ?? "";
-    const message = rawUrl === undefined ? issue.message : redactSecrets(issue.message, rawUrl);
-    return { path: path === "" ? "(root)" : path, message };
-  });
-  throw new ConfigError("[factflow/rabbitmq] provider config", issues);
+  return Object.freeze(parseProviderConfig("rabbitmq", RabbitMqConfigSchema, input));
 }

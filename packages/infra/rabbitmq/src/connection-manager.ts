@@ -1,4 +1,4 @@
-import { type Logger, ProviderError } from "@factflow/protocols";
+import { backoffDelayMs, type Logger, ProviderError } from "@factflow/protocols";
 import amqp, { type ChannelModel } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import { type RabbitMqConfig, redactUrl } from "./config.js";
@@ -172,12 +172,13 @@ export class ConnectionManager {
 
   private scheduleReconnect(): void {
     if (this.closed || this.reconnectTimer !== undefined) return;
-    const base = Math.min(
-      this.config.reconnectInitialDelayMs * 2 ** this.reconnectAttempt,
-      this.config.reconnectMaxDelayMs,
-    );
     // Jitter spreads reconnects of many processes after a broker restart.
-    const delay = Math.round(base * (0.8 + Math.random() * 0.2));
+    const backoff = {
+      initialDelayMs: this.config.reconnectInitialDelayMs,
+      maxDelayMs: this.config.reconnectMaxDelayMs,
+      jitter: 0.2,
+    };
+    const delay = Math.round(backoffDelayMs(backoff, this.reconnectAttempt + 1));
     this.reconnectAttempt += 1;
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;

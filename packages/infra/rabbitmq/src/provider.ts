@@ -52,7 +52,10 @@ export const RABBITMQ_CAPABILITIES: ProviderCapabilities = Object.freeze({
   // A holding queue's TTL expires at the head with millisecond precision; the hop back adds a few ms.
   delayGranularityMs: 10,
   fifo: true,
-  messageGroups: false,
+  // Single-active-consumer queue + the kit's group lanes (see subscribe-plan.ts).
+  messageGroups: true,
+  orderedGroups: true,
+  immutablePriority: true,
   durable: true,
   maxMessageBytes: 16_777_216,
 });

@@ -1,4 +1,4 @@
-import { type Logger, ProviderError } from "@factflow/protocols";
+import { backoffDelayMs, type Logger, ProviderError } from "@factflow/protocols";
 import type { ConfirmChannel, Message } from "amqplib";
 import { amqpReplyCode, classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
@@ -30,6 +30,9 @@ export interface PublishTarget {
 }
 
 const whatOf = (target: PublishTarget) => `publish to "${target.describe}"`;
+
+/** Pauses before re-trying an interrupted publish on the next channel: 25 ms doubling to 500 ms. */
+const PUBLISH_RETRY_BACKOFF = { initialDelayMs: 25, maxDelayMs: 500 } as const;
 
 /**
  * One publish awaiting its confirm. Its deadline is watched by the publisher's single
@@ -103,7 +106,7 @@ export class Publisher {
   /** Publishes `encoded` and waits for the broker's confirm. */
   async publish(target: PublishTarget, encoded: EncodedMessage): Promise<void> {
     const deadline = Date.now() + this.config.publishTimeoutMs;
-    let backoffMs = 25;
+    let retry = 0;
     for (;;) {
       // Fast path: connected, unblocked, channel open — no extra awaits on the hot path.
       const live =
@@ -132,10 +135,11 @@ export class Publisher {
       }
       if (!this.canRetry(error, deadline)) throw classifyAmqpError(error, whatOf(target), this.config.url);
       // A connection that died but is not yet noticed fails fast; do not spin on it.
+      retry += 1;
+      const pause = backoffDelayMs(PUBLISH_RETRY_BACKOFF, retry);
       await new Promise((resolve) =>
-        setTimeout(resolve, Math.min(backoffMs, Math.max(0, deadline - Date.now()))),
+        setTimeout(resolve, Math.min(pause, Math.max(0, deadline - Date.now()))),
       );
-      backoffMs = Math.min(backoffMs * 2, 500);
     }
   }
 

@@ -1,5 +1,5 @@
 import type { RetryPolicy } from "@factflow/protocols";
-import type { ResolvedSubscribeOptions } from "@factflow/provider-kit";
+import { hasGroupKey, type ResolvedSubscribeOptions } from "@factflow/provider-kit";
 import type { FailureRoute } from "./failure-router.js";
 import { deadLetterQueueName, resolveDestination, topicSubscriptionQueue } from "./naming.js";
 import type { QueueShape } from "./topology.js";
@@ -18,12 +18,17 @@ export interface SubscribePlan {
 /**
  * Maps a subscription (options already validated and defaulted by the kit) onto RabbitMQ: which
  * queue it consumes, where its dead letters go, and the queue arguments it asks for. FIFO means one
- * delivery at a time (prefetch 1, one handler) on a single-active-consumer queue. Throws
+ * delivery at a time (prefetch 1, one handler) on a single-active-consumer queue. Message groups
+ * (`groupBy`/`groupByHeader`) also use a single-active-consumer queue, so one consumer across every
+ * process sees the whole queue in order, but with the full prefetch: the kit's group lanes run
+ * different groups side by side and keep each group in order, retries included. Throws
  * `invalid_destination` for a name RabbitMQ cannot carry.
  */
 export function planSubscription(destination: string, options: ResolvedSubscribeOptions): SubscribePlan {
   const target = resolveDestination(destination);
   const fifo = options.ordering === "fifo";
+  const grouped = hasGroupKey(options);
+  const serial = fifo && !grouped;
   const shape: QueueShape = {
     ...(options.maxPriority === undefined ? {} : { maxPriority: options.maxPriority }),
     ...(fifo ? { singleActiveConsumer: true } : {}),
@@ -41,8 +46,8 @@ export function planSubscription(destination: string, options: ResolvedSubscribe
     target,
     route,
     shape,
-    prefetch: fifo ? 1 : options.prefetch,
-    concurrency: fifo ? 1 : options.concurrency,
+    prefetch: serial ? 1 : options.prefetch,
+    concurrency: serial ? 1 : options.concurrency,
     policy: options.retry,
     handlerTimeoutMs: options.handlerTimeoutMs,
   };

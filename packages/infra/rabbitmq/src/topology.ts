@@ -136,6 +136,14 @@ export class Topology {
         ch.assertQueue(name, { durable: true, arguments: args }),
       );
     } catch (error) {
+      if (amqpReplyCode(error) === 406 && /x-max-priority/.test((error as Error).message)) {
+        throw new ProviderError(
+          "rabbitmq",
+          "rejected",
+          `queue "${name}" for "${describe}" already exists with different arguments than ${key}: RabbitMQ's x-max-priority (a queue's priority levels, max_priority) cannot change on a live queue (${(error as Error).message}). Keep the old max_priority, or let the queue drain and delete it (rabbitmqctl delete_queue ${name}) so it is re-created with the new one`,
+          { cause: error },
+        );
+      }
       if (amqpReplyCode(error) === 406) {
         throw new ProviderError(
           "rabbitmq",

@@ -165,6 +165,9 @@ describe.skipIf(skip)("rabbitmq provider against the real broker", () => {
     expect(error.reason).toBe("rejected");
     expect(error.message).toContain("already exists with different arguments");
     expect(error.message).toContain("x-max-priority");
+    expect(error.message, "the fix: keep the old levels, or drain and delete the queue").toContain(
+      "delete_queue",
+    );
     // Neither the other provider nor the first consumer is broken by it.
     const { id } = await other.publish(destination, { body: "still flowing" });
     await waitUntil(() => first.ids().includes(id), 5_000, "the first consumer to keep receiving");

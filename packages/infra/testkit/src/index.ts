@@ -11,5 +11,7 @@ export { probeTcp } from "./probe-tcp.js";
 export type { GroupName } from "./report.js";
 export { GROUPS } from "./report.js";
 export { runConformanceSuite } from "./run-conformance-suite.js";
+export type { ResolvedService, ServiceSource, ServiceSpec } from "./service-source.js";
+export { chooseServiceSource, findContainerEngine, resolveService, SERVICES } from "./service-source.js";
 export type { WaitForOptions } from "./wait-for.js";
 export { sleep, waitFor } from "./wait-for.js";

@@ -1,5 +1,5 @@
 /** Every provider name whose broker behaviour the suite has written down. */
-export type KnownProvider = "embedded" | "rabbitmq" | "artemis" | "pulsar";
+export type KnownProvider = "embedded" | "rabbitmq" | "artemis" | "pulsar" | "redis";
 
 /**
  * What legitimately differs between brokers, as data. Assertions never switch off here; only the time a
@@ -47,9 +47,16 @@ export const PROVIDER_EXPECTATIONS: Readonly<Record<KnownProvider, ProviderExpec
   pulsar: {
     statsLagMs: 5_000,
     retryDelaySlackMs: 1_500,
-    redeliveryWithinMs: 70_000,
+    redeliveryWithinMs: 15_000,
     recoveryWithinMs: 90_000,
-    note: "fixed negative-ack redelivery delay; stats come from the admin API and lag",
+    note: "retry copies are re-published with deliverAfterMs (delayed-delivery tick 100 ms); unsettled deliveries return when the consumer goes away; stats come from the admin REST API (acks are grouped for 100 ms)",
+  },
+  redis: {
+    statsLagMs: 0,
+    retryDelaySlackMs: 800,
+    redeliveryWithinMs: 10_000,
+    recoveryWithinMs: 45_000,
+    note: "retries wait in a sorted set moved by a timer; a dead consumer's entries are reclaimed (XAUTOCLAIM) after the visibility timeout",
   },
 });
 

@@ -15,6 +15,8 @@ export const GROUPS = [
   "ordering: fifo",
   "ordering: message groups",
   "ordering: priorities",
+  "ordering: groups with retries",
+  "pause/resume",
   "bad-input",
   "faults",
 ] as const;

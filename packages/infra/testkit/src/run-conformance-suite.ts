@@ -8,7 +8,9 @@ import { registerLifecycle } from "./groups/lifecycle.js";
 import { registerLatency, registerStall } from "./groups/link-faults.js";
 import { registerMultiInstance } from "./groups/multi-instance.js";
 import { registerNeverSettles } from "./groups/never-settles.js";
+import { registerOrderedGroups } from "./groups/ordered-groups.js";
 import { registerOrdering } from "./groups/ordering.js";
+import { registerPauseResume } from "./groups/pause-resume.js";
 import { registerQueues } from "./groups/queues.js";
 import { registerRetry } from "./groups/retry.js";
 import { registerSettlement } from "./groups/settlement.js";
@@ -106,6 +108,8 @@ function registerGroups(resolved: ResolvedOptions, report: SuiteReport): void {
   describe("cleanup", () => registerCleanup(env));
   describe("stats", () => registerStats(env));
   describe("ordering", () => registerOrdering(env));
+  describe("ordered groups", () => registerOrderedGroups(env));
+  describe("pause/resume", () => registerPauseResume(env));
   describe("bad input", () => registerBadInput(env));
   describe("faults", () => {
     registerFaults(env);

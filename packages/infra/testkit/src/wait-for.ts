@@ -17,7 +17,7 @@ export async function waitFor<T>(
   predicate: () => T | Promise<T>,
   options: WaitForOptions = {},
 ): Promise<Exclude<T, false | 0 | "" | null | undefined>> {
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  const timeoutMs = options.timeoutMs ?? 30_000;
   const intervalMs = options.intervalMs ?? 20;
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;

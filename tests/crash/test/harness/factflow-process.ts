@@ -18,7 +18,13 @@ export class FactflowProcess {
     this.child = spawn(process.execPath, ["--conditions=factflow-source", "--import", "tsx", CLI, ...args], {
       cwd: ROOT,
       // Only what the scenario sets: a developer's own FACTFLOW_* must not change the scenario.
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+      // The suite's PGlite template (vitest.shared.ts) is passed on: a copy instead of an initdb.
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "/tmp",
+        FACTFLOW_PGLITE_TEMPLATE_DIR: process.env.FACTFLOW_PGLITE_TEMPLATE_DIR ?? "",
+        ...env,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child.stdout?.on("data", (chunk: Buffer) => {

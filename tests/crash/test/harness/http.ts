@@ -1,6 +1,8 @@
+type Method = "GET" | "POST" | "PUT";
+
 /** A JSON call to a factflow server; throws with the answer on a non-2xx status. */
 // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON shapes.
-export async function api(base: string, method: "GET" | "POST", path: string, body?: unknown): Promise<any> {
+export async function api(base: string, method: Method, path: string, body?: unknown): Promise<any> {
   const response = await fetch(`${base}${path}`, {
     method,
     signal: AbortSignal.timeout(30_000),

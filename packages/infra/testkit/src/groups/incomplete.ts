@@ -68,7 +68,7 @@ export function registerIncomplete(env: SuiteEnv): void {
       await first.waitForCount(1, { timeoutMs: h.timing.deliveryTimeoutMs });
       await subscription.unsubscribe();
       await waitFor(() => abortSeen, {
-        timeoutMs: 2_000,
+        timeoutMs: h.timing.deliveryTimeoutMs,
         description: "the handler's signal to abort on unsubscribe",
       });
 

@@ -69,7 +69,7 @@ export function registerLifecycle(env: SuiteEnv): void {
       await provider.close();
       const closedAfterMs = Date.now() - started;
       await waitFor(() => sawAbort, {
-        timeoutMs: 2_000,
+        timeoutMs: h.timing.deliveryTimeoutMs,
         description: "the handler's signal to abort on close",
       });
       h.note(`lifecycle: close with a held handler resolved after ${closedAfterMs} ms`);

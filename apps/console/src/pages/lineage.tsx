@@ -1,0 +1,265 @@
+import { useMemo, useRef, useState } from "preact/hooks";
+import { api, type LineageRow, type Page, query } from "../api.ts";
+import { ErrorBox, Section, StatusBadge, useLoad } from "../components/common.tsx";
+import { type GraphEdge, type GraphNode, GraphView } from "../components/graph-view.tsx";
+import { VirtualTable } from "../components/virtual-table.tsx";
+import { shortId, when } from "../format.ts";
+import { href, hrefWith, navigate, type Route } from "../router.ts";
+
+/** Rows fetched per request while scrolling the execution's lineage (the API's maximum). */
+const PAGE = 500;
+/** Above this many messages the tree is listed, not drawn: a drawing that large helps nobody. */
+const MAX_DRAWN = 400;
+/** Executions with more lineage rows than this ask before fetching a tree (it comes whole). */
+const LARGE_EXECUTION = 20_000;
+
+const COLUMNS = ["message", "kind", "route", "adapter", "attempt", "status", "error", "started"];
+
+function errorText(row: LineageRow): string {
+  return row.error === null ? "" : `${row.error.class}: ${row.error.message}`;
+}
+
+function cells(row: LineageRow, executionId: string) {
+  return [
+    <a key="m" href={href("executions", executionId, "lineage", row.message_id)} title={row.message_id}>
+      {shortId(row.message_id)}
+    </a>,
+    row.kind,
+    row.route,
+    row.adapter ?? "",
+    row.attempt,
+    <StatusBadge key="s" status={row.status} />,
+    <span key="e" class="error-text" title={errorText(row)}>
+      {errorText(row)}
+    </span>,
+    when(row.started_at),
+  ];
+}
+
+/**
+ * Every lineage row of an execution, fetched a page at a time as the user scrolls: an execution
+ * with 100,000 rows loads only the pages in view. The app remounts it when the filters change.
+ */
+export function LineageListPage(props: { executionId: string; route: Route }) {
+  const kind = props.route.params.get("kind") ?? "";
+  const status = props.route.params.get("status") ?? "";
+  const routeName = props.route.params.get("route") ?? "";
+  const base = `/executions/${encodeURIComponent(props.executionId)}/lineage`;
+  const filters = { kind, status, route: routeName };
+  const pages = useRef(new Map<number, LineageRow[] | "loading">());
+  const [total, setTotal] = useState<number | undefined>();
+  const [, setLoaded] = useState(0);
+  const [error, setError] = useState<Error | undefined>();
+
+  const loadPage = (page: number) => {
+    if (pages.current.has(page)) return;
+    pages.current.set(page, "loading");
+    api<Page<LineageRow>>("GET", `${base}${query({ ...filters, offset: page * PAGE, limit: PAGE })}`).then(
+      (result) => {
+        pages.current.set(page, result.items);
+        setTotal(result.total);
+        setLoaded((n) => n + 1);
+      },
+      (e: Error) => {
+        pages.current.delete(page);
+        setError(e);
+      },
+    );
+  };
+  if (total === undefined) loadPage(0);
+
+  const rowAt = (index: number) => {
+    const page = pages.current.get(Math.floor(index / PAGE));
+    return Array.isArray(page) ? page[index % PAGE] : undefined;
+  };
+  const setFilter = (changes: Record<string, string>) =>
+    navigate(hrefWith(["executions", props.executionId, "lineage"], { ...filters, ...changes }));
+
+  return (
+    <Section
+      title={`Lineage of execution ${shortId(props.executionId)}`}
+      actions={<a href={href("executions", props.executionId)}>back to the execution</a>}
+    >
+      <form class="filters" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          kind{" "}
+          <select value={kind} onChange={(e) => setFilter({ kind: (e.target as HTMLSelectElement).value })}>
+            <option value="">any</option>
+            <option value="message">message</option>
+            <option value="adapter">adapter</option>
+          </select>
+        </label>
+        <label>
+          status{" "}
+          <select
+            value={status}
+            onChange={(e) => setFilter({ status: (e.target as HTMLSelectElement).value })}
+          >
+            <option value="">any</option>
+            {["pending", "initiated", "processing", "completed", "failed", "abandoned"].map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          route{" "}
+          <input
+            value={routeName}
+            onChange={(e) => setFilter({ route: (e.target as HTMLInputElement).value.trim() })}
+          />
+        </label>
+        <span class="muted">{total === undefined ? "loading…" : `${total} rows`}</span>
+      </form>
+      <ErrorBox error={error} />
+      <VirtualTable
+        testId="lineage-rows"
+        count={total ?? 0}
+        columns={COLUMNS}
+        rowAt={rowAt}
+        renderRow={(row) => cells(row, props.executionId)}
+        onRange={(start, end) => {
+          for (let page = Math.floor(start / PAGE); page <= Math.floor(end / PAGE); page++) loadPage(page);
+        }}
+      />
+    </Section>
+  );
+}
+
+interface TreeAnswer {
+  execution_id: string;
+  message_id: string;
+  items: LineageRow[];
+}
+
+/** One message's tree across hops: ancestors and descendants, as a graph and a virtualised table. */
+export function LineageTreePage(props: { executionId: string; messageId: string }) {
+  const [confirmed, setConfirmed] = useState(false);
+  const size = useLoad(
+    () =>
+      api<Page<LineageRow>>(
+        "GET",
+        `/executions/${encodeURIComponent(props.executionId)}/lineage?limit=1`,
+      ).then((page) => page.total),
+    [props.executionId],
+  );
+  if (size.data === undefined) return <ErrorBox error={size.error} />;
+  if (size.data > LARGE_EXECUTION && !confirmed) {
+    return (
+      <Section title={`Lineage of message ${shortId(props.messageId)}`}>
+        <p data-testid="large-tree">
+          This execution has {size.data} lineage rows. The API returns a message's tree whole, and the tree of
+          an early message (the first one, or a large fan-out's parent) can hold most of them and take minutes
+          to compute. Branches near the leaves are quick.
+        </p>
+        <button type="button" data-testid="load-tree" onClick={() => setConfirmed(true)}>
+          load this message's tree
+        </button>{" "}
+        <a href={href("executions", props.executionId, "lineage")}>browse the rows page by page instead</a>
+      </Section>
+    );
+  }
+  return <LineageTree executionId={props.executionId} messageId={props.messageId} />;
+}
+
+function LineageTree(props: { executionId: string; messageId: string }) {
+  const tree = useLoad(
+    () =>
+      api<TreeAnswer>(
+        "GET",
+        `/executions/${encodeURIComponent(props.executionId)}/lineage/${encodeURIComponent(props.messageId)}`,
+      ),
+    [props.executionId, props.messageId],
+  );
+  const rows = tree.data?.items ?? [];
+  const graph = useMemo(() => buildTree(rows, props.executionId, props.messageId), [rows]);
+
+  return (
+    <div data-testid="lineage-page">
+      <Section
+        title={`Lineage of message ${shortId(props.messageId)}`}
+        actions={<a href={href("executions", props.executionId, "lineage")}>all rows of the execution</a>}
+      >
+        <ErrorBox error={tree.error} />
+        <p class="muted" data-testid="lineage-summary" data-messages={graph.messages} data-rows={rows.length}>
+          {graph.messages} messages, {rows.length} rows (message hops, adapter attempts and errors)
+          {graph.messages > MAX_DRAWN
+            ? ` · the graph shows the first ${MAX_DRAWN} messages; the table lists all`
+            : ""}
+        </p>
+        <GraphView
+          testId="lineage-graph"
+          label="the message's lineage tree"
+          nodes={graph.nodes}
+          edges={graph.edges}
+        />
+      </Section>
+      <Section title="Rows">
+        <VirtualTable
+          testId="lineage-tree-rows"
+          count={rows.length}
+          columns={COLUMNS}
+          rowAt={(i) => rows[i]}
+          renderRow={(row) => cells(row, props.executionId)}
+        />
+      </Section>
+    </div>
+  );
+}
+
+/**
+ * Message rows become nodes (one per message id, showing its last attempt); a child message names
+ * the adapter row that emitted it as its parent, so edges go from that row's message to the child,
+ * labelled with the adapter.
+ */
+function buildTree(rows: LineageRow[], executionId: string, focus: string) {
+  const messages = new Map<string, { row: LineageRow; attempts: number }>();
+  const adapterRows = new Map<string, LineageRow>();
+  const adapterFailures = new Map<string, number>();
+  for (const row of rows) {
+    if (row.kind === "adapter") {
+      adapterRows.set(row.id, row);
+      if (row.status === "failed")
+        adapterFailures.set(row.message_id, (adapterFailures.get(row.message_id) ?? 0) + 1);
+      continue;
+    }
+    const seen = messages.get(row.message_id);
+    if (seen === undefined || row.attempt >= seen.row.attempt) {
+      messages.set(row.message_id, { row, attempts: Math.max(row.attempt, seen?.attempts ?? 0) });
+    }
+  }
+  const nodes: GraphNode[] = [];
+  const edges: GraphEdge[] = [];
+  const drawn = new Set<string>();
+  for (const [id, entry] of messages) {
+    if (drawn.size >= MAX_DRAWN) break;
+    drawn.add(id);
+    const errors = adapterFailures.get(id) ?? 0;
+    nodes.push({
+      id,
+      label: `${entry.row.route} · ${shortId(id)}`,
+      detail: `${entry.row.status} · attempt ${entry.attempts}${errors > 0 ? ` · ${errors} error${errors === 1 ? "" : "s"}` : ""}`,
+      kind: `${entry.row.status}${id === focus ? " focus" : ""}`,
+      href: href("executions", executionId, "lineage", id),
+    });
+  }
+  for (const [id, entry] of messages) {
+    const parent = parentMessage(entry.row, adapterRows);
+    if (parent !== undefined && drawn.has(id) && drawn.has(parent.messageId))
+      edges.push({
+        from: parent.messageId,
+        to: id,
+        ...(parent.adapter === undefined ? {} : { label: parent.adapter }),
+      });
+  }
+  return { nodes, edges, messages: messages.size };
+}
+
+/** The message a message came from: its parent is the emitting adapter row (or a message row). */
+function parentMessage(row: LineageRow, adapterRows: Map<string, LineageRow>) {
+  if (row.parent_id === null) return undefined;
+  const adapter = adapterRows.get(row.parent_id);
+  if (adapter !== undefined) return { messageId: adapter.message_id, adapter: adapter.adapter ?? undefined };
+  return { messageId: row.parent_id, adapter: undefined };
+}

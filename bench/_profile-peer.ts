@@ -1,0 +1,45 @@
+/**
+ * The engine side of `pnpm bench peer` alone, for profiling the engine's own cost:
+ *
+ *     node --cpu-prof --cpu-prof-dir=prof --conditions=factflow-source --import tsx bench/_profile-peer.ts [N] [memory|pglite] [rounds]
+ *
+ * One warm-up round of 1000, then `rounds` rounds (default 1) of N (default 20 000); prints CPU µs
+ * per hop of each round and the lowest, which is the steadiest figure on a busy machine.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { openLineageDatabase } from "@factflow/lineage";
+import { engineRound } from "./peer.js";
+
+const n = Number(process.argv[2] ?? 20_000);
+const mode = process.argv[3] ?? "memory";
+const rounds = Math.max(1, Number(process.argv[4] ?? 1));
+const dir = await mkdtemp(join(tmpdir(), "factflow-profile-peer-"));
+const db = await openLineageDatabase(mode === "memory" ? { memory: true } : { dataDir: dir });
+try {
+  await engineRound(1000, db);
+  const perHop: number[] = [];
+  let msgsPerSec = 0;
+  let cpuMs = 0;
+  for (let i = 0; i < rounds; i++) {
+    const round = await engineRound(n, db);
+    perHop.push(Math.round((round.cpuMs * 1000) / (n * 3)));
+    msgsPerSec = Math.max(msgsPerSec, Math.round(round.msgsPerSec));
+    cpuMs += round.cpuMs;
+  }
+  console.log(
+    JSON.stringify({
+      lineage: mode,
+      n,
+      msgsPerSec,
+      cpuMs,
+      cpuUsPerHop: Math.min(...perHop),
+      rounds: perHop,
+      loadAverage: Math.round((loadavg()[0] ?? 0) * 100) / 100,
+    }),
+  );
+} finally {
+  await db.close();
+  await rm(dir, { recursive: true, force: true });
+}

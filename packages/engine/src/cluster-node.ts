@@ -1,0 +1,256 @@
+import type { ExecutionStoreProtocol, LineageProtocol, Logger, QueueProtocol } from "@factflow/protocols";
+import { ProviderError } from "@factflow/protocols";
+import type { ExecutionService } from "./execution-service.js";
+import type { OrchestratorManager } from "./orchestrator-manager.js";
+import { openMessageRows } from "./reseed.js";
+import { scopedDestination } from "./scoped-destination.js";
+
+/**
+ * The database side of a cluster (implemented by `@factflow/lineage`'s `ExecutionStore.cluster()`):
+ * a lease per server renewed by its heartbeat, and the owner of each execution.
+ */
+interface ClusterStore {
+  heartbeatNode(nodeId: string, leaseMs: number): Promise<void>;
+  removeNode(nodeId: string): Promise<void>;
+  /** Removes the expired leases and returns their servers; each is handed to one caller only. */
+  claimExpiredNodes(): Promise<string[]>;
+  adoptExecutions(fromNode: string, toNode: string): Promise<string[]>;
+  setExecutionOwner(executionId: string, nodeId: string): Promise<void>;
+  runningExecutionIds(): Promise<string[]>;
+}
+
+export interface ClusterOptions {
+  /** This server's id; unique per process (a restarted server is a new node). */
+  readonly nodeId: string;
+  readonly store: ClusterStore;
+  /** How long a lease lasts without a heartbeat; a server silent this long is taken over. @default 10000 */
+  readonly leaseMs?: number;
+  /** Interval of discovery (running executions to join, ended ones to stop) and heartbeats. @default 1000 */
+  readonly pollMs?: number;
+  /**
+   * After a takeover, how long an execution must hold the same open rows with nothing waiting on the
+   * broker before its open messages are re-published. @default twice its longest retry delay, at
+   * least 5000
+   */
+  readonly settleMs?: number;
+}
+
+interface Services {
+  readonly service: ExecutionService;
+  readonly manager: OrchestratorManager;
+  readonly queue: QueueProtocol;
+  readonly lineage: LineageProtocol;
+  readonly executions: ExecutionStoreProtocol;
+  readonly logger: Logger;
+}
+
+/** An execution a dead server took part in, watched until it completes or is found stuck. */
+interface Watch {
+  stuckSince: number | undefined;
+  /** Open rows at the previous look: any change means something still works on the execution. */
+  lastOpen: number;
+}
+
+/** How long a failed join waits before it is tried again. */
+const JOIN_RETRY_MS = 15_000;
+
+/**
+ * One server of a cluster (several `factflow serve` on one broker and one PostgreSQL): keeps its
+ * lease, joins every running execution as a competing consumer, stops the ones another server
+ * ended, and takes over after a server whose lease expired. A dead server's unacknowledged
+ * deliveries come back from the broker by themselves; what it took with it is lineage: adapter rows
+ * left open and messages acknowledged whose closing write never committed. Once such an execution
+ * holds open rows while the broker holds nothing for it (so no live server is working on them), the
+ * taker closes the dead invocations and re-publishes the open messages, marked re-seeded.
+ */
+export class ClusterNode {
+  readonly nodeId: string;
+  readonly #options: ClusterOptions;
+  readonly #services: Services;
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
+  readonly #joining = new Set<string>();
+  readonly #joinFailedAt = new Map<string, number>();
+  readonly #watch = new Map<string, Watch>();
+  #timer: NodeJS.Timeout | undefined;
+  #heartbeatTimer: NodeJS.Timeout | undefined;
+  #tick: Promise<void> | undefined;
+  #beat: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(options: ClusterOptions, services: Services) {
+    this.nodeId = options.nodeId;
+    this.#options = options;
+    this.#services = services;
+    this.#leaseMs = options.leaseMs ?? 10_000;
+    this.#pollMs = options.pollMs ?? 1000;
+  }
+
+  /** Takes the lease, joins what runs, and keeps doing so every `pollMs`. */
+  async start(): Promise<void> {
+    await this.#options.store.heartbeatNode(this.nodeId, this.#leaseMs);
+    // The lease is renewed on its own timer: a discovery pass that takes long (many executions, a
+    // slow database) must never let a live server's lease run out and get it taken over.
+    this.#heartbeatTimer = setInterval(() => this.#renew(), Math.max(50, Math.floor(this.#leaseMs / 4)));
+    this.#heartbeatTimer.unref();
+    await this.#run();
+    this.#timer = setInterval(() => void this.#run(), this.#pollMs);
+    this.#timer.unref();
+  }
+
+  /** Stops discovery and gives the lease back (nothing for the others to take over). */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    clearInterval(this.#heartbeatTimer);
+    await this.#tick?.catch(() => undefined);
+    await this.#beat;
+    await this.#options.store
+      .removeNode(this.nodeId)
+      .catch((error: Error) =>
+        this.#services.logger.warn("could not give the cluster lease back", { error: error.message }),
+      );
+  }
+
+  /** Records this server as the owner of an execution it created. */
+  async own(executionId: string): Promise<void> {
+    await this.#options.store.setExecutionOwner(executionId, this.nodeId);
+  }
+
+  #run(): Promise<void> {
+    if (this.#stopped || this.#tick !== undefined) return this.#tick ?? Promise.resolve();
+    this.#tick = this.#once()
+      .catch((error: Error) =>
+        this.#services.logger.warn("cluster poll failed; trying again", { error: error.message }),
+      )
+      .finally(() => {
+        this.#tick = undefined;
+      });
+    return this.#tick;
+  }
+
+  /** One lease renewal at a time; a failure is logged and the next beat tries again. */
+  #renew(): void {
+    if (this.#stopped || this.#beat !== undefined) return;
+    this.#beat = this.#options.store
+      .heartbeatNode(this.nodeId, this.#leaseMs)
+      .catch((error: Error) =>
+        this.#services.logger.warn("could not renew the cluster lease; trying again", {
+          error: error.message,
+        }),
+      )
+      .finally(() => {
+        this.#beat = undefined;
+      });
+  }
+
+  async #once(): Promise<void> {
+    const { store } = this.#options;
+    const { manager, service, logger, executions } = this.#services;
+    const dead = await store.claimExpiredNodes();
+    const running = await store.runningExecutionIds();
+    for (const node of dead) {
+      const adopted = await store.adoptExecutions(node, this.nodeId);
+      logger.warn("took over after a server whose lease expired", {
+        deadNode: node,
+        adoptedExecutions: adopted.length,
+        watchedExecutions: running.length,
+      });
+      // It consumed every running execution, so any of them may hold what it left behind.
+      for (const id of running)
+        if (!this.#watch.has(id)) this.#watch.set(id, { stuckSince: undefined, lastOpen: -1 });
+    }
+    if (this.#stopped) return;
+    const now = Date.now();
+    const live = new Set(running);
+    for (const id of running) {
+      if (manager.get(id) !== undefined || this.#joining.has(id)) continue;
+      const failedAt = this.#joinFailedAt.get(id);
+      if (failedAt !== undefined && now - failedAt < JOIN_RETRY_MS) continue;
+      this.#joining.add(id);
+      void service
+        .join(id)
+        .then(
+          () => this.#joinFailedAt.delete(id),
+          (error: Error) => {
+            this.#joinFailedAt.set(id, Date.now());
+            logger.warn("could not join a running execution; trying again later", {
+              executionId: id,
+              error: error.message,
+            });
+          },
+        )
+        .finally(() => this.#joining.delete(id));
+    }
+    // Running here, no longer running in the database: another server ended it.
+    for (const id of manager.active()) {
+      if (live.has(id) || this.#joining.has(id)) continue;
+      const row = await executions.getExecution(id);
+      if (row !== undefined && row.status !== "running") await service.endedElsewhere(id);
+    }
+    for (const id of [...this.#joinFailedAt.keys()]) if (!live.has(id)) this.#joinFailedAt.delete(id);
+    for (const [id, watch] of this.#watch) {
+      if (!live.has(id)) this.#watch.delete(id);
+      else await this.#recoverIfStuck(id, watch);
+    }
+  }
+
+  /** Re-publishes the open messages of an execution nothing works on any more. */
+  async #recoverIfStuck(executionId: string, watch: Watch): Promise<void> {
+    const { lineage, executions, queue, manager, service, logger } = this.#services;
+    await lineage.flush();
+    const open = await lineage.countOpen(executionId);
+    if (open === 0) {
+      this.#watch.delete(executionId);
+      return;
+    }
+    if (open !== watch.lastOpen) {
+      watch.lastOpen = open;
+      watch.stuckSince = undefined;
+      return;
+    }
+    const record = await executions.getExecution(executionId);
+    if (record === undefined || record.status !== "running") {
+      this.#watch.delete(executionId);
+      return;
+    }
+    const routes = Object.values(record.configSnapshot.routes);
+    for (const route of routes) {
+      const destination = scopedDestination(executionId, route.inbound.queue);
+      try {
+        const stats = await queue.admin.stats({ destination });
+        if (stats.depth + stats.inFlight > 0) {
+          watch.stuckSince = undefined;
+          return;
+        }
+      } catch (error) {
+        if (!(error instanceof ProviderError && error.reason === "not-found")) throw error;
+      }
+    }
+    const now = Date.now();
+    if (watch.stuckSince === undefined) {
+      watch.stuckSince = now;
+      return;
+    }
+    const retry = record.configSnapshot.settings.retry;
+    const longestDelay = Math.max(
+      retry.max_delay_ms,
+      ...routes.map((r) => r.retry?.max_delay_ms ?? retry.max_delay_ms),
+    );
+    const settleMs = this.#options.settleMs ?? Math.max(5000, 2 * longestDelay);
+    if (now - watch.stuckSince < settleMs) return;
+    watch.stuckSince = undefined;
+    await service.closeDeadInvocations(executionId);
+    const { messages, missing } = await openMessageRows(lineage, executionId);
+    if (missing.length > 0)
+      logger.warn("open message rows without a recorded payload cannot be re-published", {
+        executionId,
+        count: missing.length,
+      });
+    if (messages.length === 0) return;
+    logger.warn(`re-publishing ${messages.length} messages a dead server left open`, { executionId });
+    manager.get(executionId)?.markReseeded(messages.map((m) => m.id));
+    await manager.reseed(record, messages);
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * The cancellation of one delivery: it is cancelled when the provider's signal aborts (timeout,
+ * unsubscribe) or the execution's does (cancel, fail). Most deliveries never need it as an
+ * `AbortSignal` (a synchronous adapter never waits, the slots are usually free), and an
+ * `AbortController` plus a listener on the provider's signal per delivery was one of the largest
+ * costs of the hot path, so the controller is made only when something asks for {@link signal}.
+ * Until then {@link aborted} and {@link reason} read the two sources directly.
+ */
+export class DeliverySignal {
+  readonly #provider: AbortSignal;
+  readonly #execution: AbortSignal;
+  /** Controllers made so far, aborted by the route when the execution's signal aborts. */
+  readonly #registry: Set<AbortController>;
+  #controller: AbortController | undefined;
+  #cancel: (() => void) | undefined;
+
+  constructor(provider: AbortSignal, execution: AbortSignal, registry: Set<AbortController>) {
+    this.#provider = provider;
+    this.#execution = execution;
+    this.#registry = registry;
+  }
+
+  get aborted(): boolean {
+    return this.#controller?.signal.aborted ?? (this.#provider.aborted || this.#execution.aborted);
+  }
+
+  /** Why it was cancelled: the reason of the source that aborted first (the provider's when both have). */
+  get reason(): unknown {
+    if (this.#controller !== undefined) return this.#controller.signal.reason;
+    return this.#provider.aborted ? this.#provider.reason : this.#execution.reason;
+  }
+
+  /** The delivery's `AbortSignal`, made on first use; it aborts with either source. */
+  get signal(): AbortSignal {
+    if (this.#controller !== undefined) return this.#controller.signal;
+    const controller = new AbortController();
+    this.#controller = controller;
+    const provider = this.#provider;
+    if (provider.aborted || this.#execution.aborted) {
+      controller.abort(provider.aborted ? provider.reason : this.#execution.reason);
+      return controller.signal;
+    }
+    const cancel = () => controller.abort(provider.reason);
+    this.#cancel = cancel;
+    provider.addEventListener("abort", cancel, { once: true });
+    // The execution's signal reaches this controller through the registry (one listener per route).
+    this.#registry.add(controller);
+    return controller.signal;
+  }
+
+  /** Detaches from the provider's signal and the registry once the delivery is over. */
+  dispose(): void {
+    const controller = this.#controller;
+    if (controller === undefined) return;
+    if (this.#cancel !== undefined) this.#provider.removeEventListener("abort", this.#cancel);
+    this.#registry.delete(controller);
+  }
+}

@@ -1,0 +1,55 @@
+import { openMemoryLineageDatabase } from "@factflow/lineage";
+import { silentLogger } from "@factflow/protocols";
+import { describe, expect, it } from "vitest";
+import { CompletionGate } from "../src/completion-gate.js";
+import { newId } from "../src/ids.js";
+import { messageRow } from "../src/lineage-rows.js";
+import { waitFor } from "./harness.js";
+
+// A server that joined an execution (cluster mode) has nothing of its own to go by: the execution is
+// complete when the shared lineage has no open row, once the creator has registered the seed. Found
+// by tests/cluster on a loaded machine: the count was taken before the seed existed, "seeded" turned
+// true while the gate waited, and the execution ended with its 30 items still queued.
+
+describe("completion gate of a server that joined an execution", () => {
+  it("counts open rows only after the seed is registered, never before", async () => {
+    const db = openMemoryLineageDatabase();
+    const executionId = newId();
+    const seed = messageRow({
+      executionId,
+      route: "split",
+      messageId: newId(),
+      correlationId: "c",
+      payload: { items: [1, 2, 3] },
+    });
+    let seededChecks = 0;
+    let completed = 0;
+    const gate = new CompletionGate({
+      executionId,
+      processors: [],
+      lineage: db.lineage,
+      logger: silentLogger,
+      pollMs: 5,
+      onComplete: () => completed++,
+      // The creator registers its seed while this server asks whether it has: the worst moment.
+      seeded: async () => {
+        seededChecks++;
+        if (seededChecks === 1) return false;
+        if (seededChecks === 2) await db.lineage.registerPending([seed]);
+        return true;
+      },
+      queuesDrained: async () => true,
+    });
+    gate.start();
+    await waitFor(() => seededChecks >= 2, "the second seeded check");
+    // The seed is open: several further polls must not end the execution.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(completed).toBe(0);
+    expect(await db.lineage.countOpen(executionId)).toBe(1);
+
+    db.lineage.update(seed.id, { status: "completed", finishedAt: new Date().toISOString() });
+    await waitFor(() => completed > 0, "the execution to complete");
+    expect(completed).toBe(1);
+    gate.close();
+  });
+});

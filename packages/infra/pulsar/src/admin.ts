@@ -1,0 +1,345 @@
+import {
+  type DeadLetter,
+  type DeadLetterPage,
+  type DeadLetterSource,
+  type DeleteDestinationOptions,
+  type DeleteDestinationResult,
+  type DestinationInfo,
+  type DestinationStats,
+  Headers,
+  ProviderError,
+  type QueueAdminProtocol,
+} from "@factflow/protocols";
+import { parseAttempt, redriveHeaders } from "@factflow/provider-kit";
+import { copyPayload, decodeMessage, decodePayload } from "./codec.js";
+import type { PulsarConfig } from "./config.js";
+import { DEAD_LETTER_SUBSCRIPTION, type PulsarRoute, resolveDestination, routeOf } from "./naming.js";
+import type { Producers } from "./producers.js";
+import type { PulsarRest } from "./rest.js";
+import type { Topics } from "./topics.js";
+import type { ConsumerLink, IncomingMessage, PulsarTransport } from "./transport.js";
+
+/** How long a dead-letter scan waits for the next message before it concludes there are no more. */
+const SCAN_IDLE_MS = 3_000;
+/** How long an admin change waits for the broker's backlog figure to show it. */
+const SETTLE_WAIT_MS = 10_000;
+
+/** What the admin needs from its provider. */
+export interface AdminDeps {
+  readonly config: PulsarConfig;
+  readonly rest: PulsarRest;
+  readonly transport: PulsarTransport;
+  readonly producers: Producers;
+  readonly topics: Topics;
+  /** Every destination this provider has used, with the subscriptions of topics. */
+  readonly destinations: () => readonly DestinationInfo[];
+  /** Deliveries this process holds unsettled for a route (received, running or waiting). */
+  readonly inFlight: (destination: string, subscription: string | undefined) => number;
+}
+
+function invalidSource(message: string): ProviderError {
+  return new ProviderError("pulsar", "invalid-input", message, {
+    code: "invalid_argument",
+    retryable: false,
+  });
+}
+
+/** The route an admin call addresses: a queue, or one subscription of a topic. */
+function routeFor(source: DeadLetterSource): PulsarRoute {
+  const target = resolveDestination(source.destination);
+  if (target.kind === "topic") {
+    if (source.subscription === undefined || source.subscription === "") {
+      throw invalidSource(
+        `${source.destination} is a topic: its dead letters and figures are kept per subscription, so pass { destination, subscription }`,
+      );
+    }
+    return routeOf(source.destination, source.subscription);
+  }
+  return routeOf(source.destination, source.subscription ?? "admin");
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Queue admin over Pulsar's admin REST API: stats from topic stats, dead-letter browse with peek
+ * (nothing is removed), and discard / redrive through a short-lived consumer on the dead-letter
+ * topic's retained subscription, acknowledging exactly the messages it moved or dropped.
+ */
+export class PulsarAdmin implements QueueAdminProtocol {
+  constructor(private readonly deps: AdminDeps) {}
+
+  async listDestinations(): Promise<readonly DestinationInfo[]> {
+    return this.deps.destinations();
+  }
+
+  private async backlogOf(
+    topic: string,
+    subscription: string,
+  ): Promise<{ backlog: number; consumers: number } | undefined> {
+    return (await this.deps.rest.subscriptions(topic))?.get(subscription);
+  }
+
+  private async deadLetterCount(route: PulsarRoute): Promise<number> {
+    return (await this.backlogOf(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION))?.backlog ?? 0;
+  }
+
+  async stats(source: DeadLetterSource): Promise<DestinationStats> {
+    const route = routeFor(source);
+    const [main, retry, dlqDepth] = await Promise.all([
+      this.backlogOf(route.topic, route.pulsarSubscription),
+      route.retryTopic === route.topic
+        ? undefined
+        : this.backlogOf(route.retryTopic, route.pulsarSubscription),
+      this.deadLetterCount(route),
+    ]);
+    const inFlight = this.deps.inFlight(
+      route.destination,
+      route.kind === "topic" ? route.subscription : undefined,
+    );
+    const held = (main?.backlog ?? 0) + (retry?.backlog ?? 0);
+    const stats: DestinationStats = {
+      destination: route.destination,
+      depth: Math.max(0, held - inFlight),
+      consumers: main?.consumers ?? 0,
+      inFlight,
+      dlqDepth,
+    };
+    return route.kind === "topic" ? { ...stats, subscription: route.subscription } : stats;
+  }
+
+  async browseDeadLetters(
+    source: DeadLetterSource,
+    page: { offset: number; limit: number },
+  ): Promise<DeadLetterPage> {
+    const route = routeFor(source);
+    const offset = Math.max(0, Math.floor(page.offset));
+    const limit = Math.max(0, Math.floor(page.limit));
+    const total = await this.deadLetterCount(route);
+    const items: DeadLetter[] = [];
+    for (let position = offset + 1; position <= Math.min(total, offset + limit); position++) {
+      const peeked = await this.deps.rest.peek(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION, position);
+      if (peeked === undefined) break;
+      items.push(toDeadLetter(peeked.payload, peeked.publishTime));
+    }
+    return { total, offset, items };
+  }
+
+  async redriveAll(source: DeadLetterSource): Promise<{ redriven: number }> {
+    const route = routeFor(source);
+    const before = await this.deadLetterCount(route);
+    if (before === 0) return { redriven: 0 };
+    let redriven = 0;
+    await this.scan(route, before, async (message, link) => {
+      await this.redriveCopy(route, message);
+      link.ack(message.messageId);
+      redriven += 1;
+      return redriven < before ? "continue" : "stop";
+    });
+    await this.waitForCount(route, before - redriven);
+    return { redriven };
+  }
+
+  async redriveOne(source: DeadLetterSource, messageId: string): Promise<{ redriven: boolean }> {
+    const route = routeFor(source);
+    const done = await this.actOnOne(route, messageId, (message) => this.redriveCopy(route, message));
+    return { redriven: done };
+  }
+
+  async discardOne(source: DeadLetterSource, messageId: string): Promise<{ discarded: boolean }> {
+    const route = routeFor(source);
+    const done = await this.actOnOne(route, messageId, async () => {});
+    return { discarded: done };
+  }
+
+  /** Finds the dead letter with `x-message-id` = `messageId`, runs `act` on it, then acknowledges it. */
+  private async actOnOne(
+    route: PulsarRoute,
+    messageId: string,
+    act: (message: IncomingMessage) => Promise<void>,
+  ): Promise<boolean> {
+    const before = await this.deadLetterCount(route);
+    if (before === 0) return false;
+    let found = false;
+    await this.scan(route, before, async (message, link) => {
+      const decoded = decodePayload(message.payload);
+      if ("error" in decoded || decoded.headers[Headers.messageId] !== messageId) return "continue";
+      await act(message);
+      link.ack(message.messageId);
+      found = true;
+      return "stop";
+    });
+    if (found) await this.waitForCount(route, before - 1);
+    return found;
+  }
+
+  /** Publishes a dead letter back where its subscription consumes, with a fresh attempt budget. */
+  private async redriveCopy(route: PulsarRoute, message: IncomingMessage): Promise<void> {
+    const decoded = decodePayload(message.payload);
+    const payload =
+      "error" in decoded
+        ? message.payload
+        : copyPayload(decoded.headers, decoded.body, (h) => redriveHeaders(h));
+    if (route.kind === "queue") await this.deps.topics.ensureQueue(route.topic);
+    await this.deps.producers.send(route.retryTopic, { payload });
+  }
+
+  /**
+   * Reads the dead letters of `route` through a consumer on the retained subscription, up to
+   * `expected` messages, handing each to `visit`; stops when `visit` says so, when `expected` were
+   * seen, or when no message came for a while. Whatever was not acknowledged goes back when the
+   * consumer closes.
+   */
+  private async scan(
+    route: PulsarRoute,
+    expected: number,
+    visit: (message: IncomingMessage, link: ConsumerLink) => Promise<"continue" | "stop">,
+  ): Promise<void> {
+    const link = await this.deps.transport.openConsumer(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION, {
+      subscriptionType: "Shared",
+      receiverQueueSize: Math.min(Math.max(expected, 1), 1_000),
+      negativeAckRedeliveryDelayMs: this.deps.config.negativeAckRedeliveryDelayMs,
+    });
+    const queue: IncomingMessage[] = [];
+    let wake: (() => void) | undefined;
+    link.onMessage((message) => {
+      queue.push(message);
+      wake?.();
+    });
+    link.onClose(() => wake?.());
+    try {
+      link.permit(expected);
+      for (let seen = 0; seen < expected; seen++) {
+        if (queue.length === 0) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, SCAN_IDLE_MS);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = undefined;
+        }
+        const message = queue.shift();
+        if (message === undefined) {
+          if (link.closed) {
+            throw new ProviderError(
+              "pulsar",
+              "connection",
+              `the connection to dead-letter topic "${route.deadLetterTopic}" closed during the scan; try again`,
+            );
+          }
+          return;
+        }
+        if ((await visit(message, link)) === "stop") return;
+      }
+    } finally {
+      // Let the acknowledgements reach the broker before the consumer goes.
+      await sleep(50);
+      link.close();
+    }
+  }
+
+  /** Waits (bounded) until the broker's dead-letter count shows a change, so the next call sees it. */
+  private async waitForCount(route: PulsarRoute, want: number): Promise<void> {
+    const deadline = Date.now() + SETTLE_WAIT_MS;
+    while (Date.now() < deadline) {
+      if ((await this.deadLetterCount(route)) <= want) return;
+      await sleep(50);
+    }
+  }
+
+  async deleteDestination(
+    source: DeadLetterSource,
+    options: DeleteDestinationOptions = {},
+  ): Promise<DeleteDestinationResult> {
+    const route = routeFor(source);
+    const { rest, producers, topics } = this.deps;
+    const keepDeadLetters = options.keepDeadLetters ?? true;
+    const subs = await rest.subscriptions(route.topic);
+    const own = subs?.get(route.pulsarSubscription);
+    let deleted = false;
+    if (own === undefined) {
+      if (keepDeadLetters) return { deleted: false, reason: `${describe(route)} does not exist` };
+    } else {
+      if (own.consumers > 0) {
+        return {
+          deleted: false,
+          reason: `${own.consumers} consumer(s) still attached to ${describe(route)}`,
+        };
+      }
+      const retry =
+        route.retryTopic === route.topic
+          ? undefined
+          : (await rest.subscriptions(route.retryTopic))?.get(route.pulsarSubscription);
+      const waiting = own.backlog + (retry?.backlog ?? 0);
+      if (options.ifEmpty === true && waiting > 0) {
+        return {
+          deleted: false,
+          reason: `${describe(route)} is not empty: ${waiting} message(s) waiting or scheduled`,
+        };
+      }
+      if (route.kind === "queue") {
+        // Our own producer would recreate the topic when the broker drops it: close it first.
+        await producers.forget(route.topic);
+        topics.forget(route.topic);
+        deleted = await rest.deleteTopic(route.topic);
+      } else {
+        deleted = await rest.deleteSubscription(route.topic, route.pulsarSubscription);
+        await producers.forget(route.retryTopic);
+        await rest.deleteTopic(route.retryTopic);
+      }
+    }
+    const letters = await this.deadLetterCount(route);
+    if (keepDeadLetters && letters > 0) {
+      return { deleted, deadLettersKept: letters, reason: `dead letters kept: ${letters}` };
+    }
+    await producers.forget(route.deadLetterTopic);
+    topics.forget(route.deadLetterTopic);
+    const droppedLetters = await rest.deleteTopic(route.deadLetterTopic);
+    if (!deleted && droppedLetters) {
+      return {
+        deleted: true,
+        deadLettersKept: 0,
+        reason: `${describe(route)} was already gone; its dead letters were removed`,
+      };
+    }
+    return deleted
+      ? { deleted: true, deadLettersKept: 0 }
+      : { deleted: false, reason: `${describe(route)} does not exist` };
+  }
+}
+
+function describe(route: PulsarRoute): string {
+  return route.kind === "queue"
+    ? `queue ${route.destination}`
+    : `subscription "${route.subscription}" of topic ${route.destination}`;
+}
+
+/** A dead letter as the admin API reports it. */
+function toDeadLetter(payload: Buffer, publishTime: string | undefined): DeadLetter {
+  const decoded = decodeMessage(payload, publishTime);
+  if ("error" in decoded) {
+    return {
+      message: {
+        id: "",
+        body: payload.toString("utf8"),
+        headers: {},
+        correlationId: "",
+        publishedAt: publishTime ?? new Date(0).toISOString(),
+      },
+      reason: "rejected",
+      attempts: 1,
+      deadLetteredAt: publishTime ?? new Date(0).toISOString(),
+      lastError: decoded.error,
+    };
+  }
+  const headers = decoded.envelope.headers;
+  const lastError = headers[Headers.lastError];
+  const letter: DeadLetter = {
+    message: decoded.envelope,
+    reason: headers[Headers.deadLetterReason] ?? "rejected",
+    attempts: parseAttempt(headers[Headers.deliveryAttempt]),
+    deadLetteredAt: headers[Headers.deadLetteredAt] ?? publishTime ?? new Date(0).toISOString(),
+  };
+  return lastError === undefined ? letter : { ...letter, lastError };
+}

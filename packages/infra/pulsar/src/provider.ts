@@ -1,0 +1,251 @@
+import {
+  type DestinationInfo,
+  type DurabilityCounters,
+  type Logger,
+  type MessageHandler,
+  type OutboundMessage,
+  type ProviderCapabilities,
+  type PublishReceipt,
+  type QueueProtocol,
+  type Subscription,
+  silentLogger,
+} from "@factflow/protocols";
+import {
+  emptyDurabilityCounters,
+  guardProvider,
+  type ResolvedSubscribeOptions,
+  type UnguardedProvider,
+} from "@factflow/provider-kit";
+import { PulsarAdmin } from "./admin.js";
+import { encodeMessage } from "./codec.js";
+import { type PulsarConfig, type PulsarConfigInput, parsePulsarConfig } from "./config.js";
+import { type PulsarTarget, resolveDestination, routeOf } from "./naming.js";
+import { planConsumption } from "./ordered-plan.js";
+import { Producers } from "./producers.js";
+import { PulsarRest } from "./rest.js";
+import { PulsarSubscription } from "./subscription.js";
+import { Topics } from "./topics.js";
+import type { PulsarTransport } from "./transport.js";
+import { WsTransport } from "./ws-transport.js";
+
+/** Options besides the config. */
+export interface PulsarProviderOptions {
+  /** @default silentLogger */
+  readonly logger?: Logger;
+  /** The client library seam; defaults to the WebSocket transport on `config.url`. */
+  readonly transport?: (config: PulsarConfig) => PulsarTransport;
+}
+
+/** A Pulsar provider: the `QueueProtocol` plus tooling hooks. */
+export interface PulsarProvider extends QueueProtocol {
+  readonly config: PulsarConfig;
+  /** Which transport carries the messages (`websocket`). */
+  readonly transportKind: string;
+  /** Sockets opened so far (producers, consumers, admin scans). */
+  connectionCount(): number;
+  /**
+   * Deletes the topics behind `destination` (its dead-letter and retry topics too), after closing this
+   * instance's consumers of it. For tests and tooling; destroys messages.
+   */
+  destroy(destination: string): Promise<void>;
+}
+
+/** What Pulsar 4 over the WebSocket API can do, as the conformance suite reads it. */
+export const PULSAR_CAPABILITIES: ProviderCapabilities = Object.freeze({
+  priorities: false,
+  // Each retry copy carries its own deliverAfterMs, so the policy's exponential backoff holds.
+  retryDelay: "exponential",
+  // The broker's delayed-delivery tracker ticks every delayedDeliveryTickTimeMillis (100 ms here).
+  delayGranularityMs: 100,
+  // Ordered routes consume through a Failover subscription (one active consumer sees the topic in
+  // publish order) and the kit's lanes, which retry in place (see ordered-plan.ts).
+  fifo: true,
+  messageGroups: true,
+  orderedGroups: true,
+  durable: true,
+  maxMessageBytes: 4_194_304,
+});
+
+/**
+ * Creates an Apache Pulsar provider over Pulsar's WebSocket API. Nothing connects until `connect()`.
+ *
+ * @example
+ * const provider = createPulsarProvider({ url: "ws://127.0.0.1:8080" });
+ * await provider.connect();
+ */
+export function createPulsarProvider(
+  input: PulsarConfigInput = {},
+  options: PulsarProviderOptions = {},
+): PulsarProvider {
+  const config = parsePulsarConfig(input);
+  const logger = (options.logger ?? silentLogger).child({ provider: "pulsar" });
+  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const transport =
+    options.transport?.(config) ??
+    new WsTransport({
+      url: config.url,
+      tenant: config.tenant,
+      namespace: config.namespace,
+      connectTimeoutMs: config.connectTimeoutMs,
+      pingIntervalMs: config.pingIntervalMs,
+    });
+  const rest = new PulsarRest({
+    adminUrl: config.adminUrl,
+    tenant: config.tenant,
+    namespace: config.namespace,
+    timeoutMs: config.publishTimeoutMs,
+  });
+  const topics = new Topics(rest);
+  const producers = new Producers(transport, config.publishTimeoutMs, (topic) => topics.forget(topic));
+  const subscriptions = new Set<PulsarSubscription>();
+  const known = new Map<string, { kind: "queue" | "topic"; subscriptions: Set<string> }>();
+
+  const targets = new Map<string, PulsarTarget>();
+  const targetOf = (destination: string): PulsarTarget => {
+    let target = targets.get(destination);
+    if (target === undefined) {
+      target = resolveDestination(destination);
+      if (targets.size >= 10_000) targets.clear();
+      targets.set(destination, target);
+    }
+    return target;
+  };
+
+  const remember = (destination: string, kind: "queue" | "topic", subscription?: string) => {
+    let entry = known.get(destination);
+    if (entry === undefined) {
+      if (known.size >= 10_000) known.clear();
+      entry = { kind, subscriptions: new Set() };
+      known.set(destination, entry);
+    }
+    if (subscription !== undefined && kind === "topic") entry.subscriptions.add(subscription);
+  };
+
+  const admin = new PulsarAdmin({
+    config,
+    rest,
+    transport,
+    producers,
+    topics,
+    destinations: () =>
+      [...known.entries()].map(
+        ([destination, entry]): DestinationInfo =>
+          entry.kind === "topic"
+            ? { destination, kind: "topic", subscriptions: [...entry.subscriptions] }
+            : { destination, kind: "queue" },
+      ),
+    inFlight: (destination, subscription) => {
+      let total = 0;
+      for (const s of subscriptions) {
+        if (s.destination === destination && (subscription === undefined || s.name === subscription))
+          total += s.inFlight();
+      }
+      return total;
+    },
+  });
+
+  const provider: UnguardedProvider<PulsarProvider> = {
+    name: "pulsar",
+    config,
+    transportKind: transport.kind,
+    capabilities: Object.freeze({ ...PULSAR_CAPABILITIES, maxMessageBytes: config.maxMessageBytes }),
+    admin,
+
+    async connect() {
+      await rest.checkNamespace();
+      Object.assign(counters, emptyDurabilityCounters());
+    },
+
+    async close() {
+      await Promise.allSettled([...subscriptions].map((s) => s.stop()));
+      producers.closeAll();
+      transport.closeAll();
+    },
+
+    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+      const target = targetOf(destination);
+      const encoded = encodeMessage(destination, message, config.maxMessageBytes);
+      counters.published += 1;
+      if (target.kind === "queue") {
+        remember(destination, "queue");
+        // A queue keeps what is published before its first consumer: its subscription must exist.
+        if (!topics.isQueueReady(target.topic)) await topics.ensureQueue(target.topic);
+      } else remember(destination, "topic");
+      await producers.send(
+        target.topic,
+        encoded.delayMs > 0
+          ? { payload: encoded.payload, deliverAfterMs: encoded.delayMs }
+          : { payload: encoded.payload },
+      );
+      counters.confirmed += 1;
+      return { id: encoded.id };
+    },
+
+    async subscribe(
+      destination: string,
+      handler: MessageHandler,
+      options: ResolvedSubscribeOptions,
+    ): Promise<Subscription> {
+      const route = routeOf(destination, options.subscription);
+      if (route.kind === "queue") await topics.ensureQueue(route.topic);
+      else {
+        await topics.ensureTopicSubscription(route.topic, route.pulsarSubscription);
+        await topics.ensureTopicSubscription(route.retryTopic, route.pulsarSubscription);
+      }
+      await topics.ensureDeadLetterTopic(route.deadLetterTopic);
+      remember(destination, route.kind, options.subscription);
+      const plan = planConsumption(handler, options);
+      const subscription = new PulsarSubscription(
+        { config, transport, producers, topics, counters, logger, onStop: (s) => subscriptions.delete(s) },
+        {
+          route,
+          handler: plan.handler,
+          prefetch: plan.options.prefetch,
+          concurrency: plan.options.concurrency,
+          policy: plan.options.retry,
+          handlerTimeoutMs: plan.options.handlerTimeoutMs,
+          subscriptionType: plan.subscriptionType,
+        },
+      );
+      subscriptions.add(subscription);
+      try {
+        await subscription.attach();
+      } catch (error) {
+        await subscription.unsubscribe();
+        throw error;
+      }
+      return subscription;
+    },
+
+    counters() {
+      return { ...counters };
+    },
+
+    connectionCount() {
+      return transport.openedCount();
+    },
+
+    async destroy(destination: string) {
+      const target = resolveDestination(destination);
+      // Close this instance's consumers of the destination first: a consumer whose topic is
+      // force-deleted under it would resubscribe, and subscribing creates the topic again.
+      await Promise.allSettled(
+        [...subscriptions].filter((s) => s.destination === destination).map((s) => s.stop()),
+      );
+      const doomed = new Set<string>([target.topic, routeOf(destination, "x").deadLetterTopic]);
+      if (target.kind === "topic") {
+        // Every subscription's retry and dead-letter topics, whoever subscribed: `<topic>--<sub>-retry|-dlq`
+        // (a destination's own topic never ends in -retry or -dlq).
+        for (const name of await rest.listTopics()) {
+          if (name.startsWith(`${target.topic}--`) && /-(retry|dlq)$/.test(name)) doomed.add(name);
+        }
+      }
+      for (const topic of doomed) {
+        await producers.forget(topic);
+        topics.forget(topic);
+        await rest.deleteTopic(topic).catch(() => false);
+      }
+    },
+  };
+  return guardProvider(provider, { factory: "createPulsarProvider()", guarded: ["destroy"] });
+}

@@ -1,0 +1,195 @@
+import { ProviderError } from "@factflow/protocols";
+
+/** Where the admin REST API is and how long a call may take. */
+export interface RestOptions {
+  /** `http://host:port` */
+  readonly adminUrl: string;
+  readonly tenant: string;
+  readonly namespace: string;
+  readonly timeoutMs: number;
+}
+
+/** Figures of one subscription, from the topic stats. */
+export interface SubscriptionFigures {
+  readonly backlog: number;
+  readonly consumers: number;
+}
+
+/** One message read with peek: its position on the subscription, broker id and payload bytes. */
+export interface PeekedMessage {
+  readonly position: number;
+  /** `ledger:entry`, as the broker reports it. */
+  readonly messageId: string;
+  readonly payload: Buffer;
+  readonly publishTime: string | undefined;
+}
+
+/** Earliest position, for subscriptions that must keep every message published to their topic. */
+const EARLIEST = JSON.stringify({ ledgerId: -1, entryId: -1, partitionIndex: -1 });
+
+/**
+ * The admin REST calls the provider needs (topics of one tenant/namespace, persistent only).
+ * Every call is bounded by `timeoutMs`; failures become `ProviderError`s that say what to check.
+ */
+export class PulsarRest {
+  constructor(private readonly options: RestOptions) {}
+
+  private topicPath(topic: string): string {
+    const { adminUrl, tenant, namespace } = this.options;
+    return `${adminUrl}/admin/v2/persistent/${tenant}/${namespace}/${topic}`;
+  }
+
+  private async call(method: string, url: string, what: string, body?: string): Promise<Response> {
+    try {
+      return await fetch(url, {
+        method,
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+        ...(body === undefined ? {} : { body, headers: { "content-type": "application/json" } }),
+      });
+    } catch (error) {
+      const timedOut =
+        error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
+      throw new ProviderError(
+        "pulsar",
+        timedOut ? "timeout" : "connection",
+        `${what}: the admin API at ${this.options.adminUrl} ${timedOut ? `did not answer within ${this.options.timeoutMs} ms` : `is unreachable (${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)})`}; check that the broker runs (scripts/services/pulsar.sh status)`,
+        { cause: error },
+      );
+    }
+  }
+
+  private async fail(response: Response, what: string): Promise<never> {
+    const text = (await response.text().catch(() => "")).slice(0, 300);
+    const reason =
+      response.status === 401 || response.status === 403
+        ? "authorization"
+        : response.status === 404
+          ? "not-found"
+          : response.status >= 500
+            ? "connection"
+            : "rejected";
+    throw new ProviderError(
+      "pulsar",
+      reason,
+      `${what}: the admin API answered HTTP ${response.status} ${text}`,
+    );
+  }
+
+  /** Fails unless the namespace exists (the provider's connect check). */
+  async checkNamespace(): Promise<void> {
+    const { adminUrl, tenant, namespace } = this.options;
+    const what = `checking namespace ${tenant}/${namespace}`;
+    const response = await this.call("GET", `${adminUrl}/admin/v2/namespaces/${tenant}`, what);
+    if (!response.ok && response.status !== 404) await this.fail(response, what);
+    const listed = response.ok ? ((await response.json()) as unknown) : [];
+    if (!Array.isArray(listed) || !listed.includes(`${tenant}/${namespace}`)) {
+      throw new ProviderError(
+        "pulsar",
+        "not-found",
+        `${what}: it does not exist; create it with \`pulsar-admin namespaces create ${tenant}/${namespace}\` or set the tenant/namespace settings`,
+        { retryable: false },
+      );
+    }
+  }
+
+  /**
+   * Creates a durable subscription, at the earliest position (a queue's shared subscription, a
+   * dead-letter topic's retained one: they keep whatever the topic already holds) or the latest (a
+   * topic subscription sees what is published from now on). An existing one is left as it is.
+   */
+  async createSubscription(topic: string, subscription: string, from: "earliest" | "latest"): Promise<void> {
+    const what = `creating subscription "${subscription}" on topic "${topic}"`;
+    const response = await this.call(
+      "PUT",
+      `${this.topicPath(topic)}/subscription/${encodeURIComponent(subscription)}`,
+      what,
+      from === "earliest" ? EARLIEST : undefined,
+    );
+    if (response.ok || response.status === 409) {
+      await response.body?.cancel();
+      return;
+    }
+    await this.fail(response, what);
+  }
+
+  /** Backlog and consumers of every subscription of a topic, or `undefined` when the topic does not exist. */
+  async subscriptions(topic: string): Promise<Map<string, SubscriptionFigures> | undefined> {
+    const what = `reading the stats of topic "${topic}"`;
+    const response = await this.call("GET", `${this.topicPath(topic)}/stats`, what);
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    if (!response.ok) await this.fail(response, what);
+    const stats = (await response.json()) as {
+      subscriptions?: Record<string, { msgBacklog?: number; consumers?: unknown[] }>;
+    };
+    const out = new Map<string, SubscriptionFigures>();
+    for (const [name, sub] of Object.entries(stats.subscriptions ?? {})) {
+      out.set(name, { backlog: sub.msgBacklog ?? 0, consumers: sub.consumers?.length ?? 0 });
+    }
+    return out;
+  }
+
+  /** The `position`-th (1-based) unacknowledged message of a subscription, or `undefined` past the end. */
+  async peek(topic: string, subscription: string, position: number): Promise<PeekedMessage | undefined> {
+    const what = `browsing message ${position} of subscription "${subscription}" on topic "${topic}"`;
+    const response = await this.call(
+      "GET",
+      `${this.topicPath(topic)}/subscription/${encodeURIComponent(subscription)}/position/${position}`,
+      what,
+    );
+    if (response.status === 404 || response.status === 412 || response.status === 409) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    if (!response.ok) await this.fail(response, what);
+    const payload = Buffer.from(await response.arrayBuffer());
+    return {
+      position,
+      messageId: response.headers.get("x-pulsar-message-id") ?? "",
+      payload,
+      publishTime: response.headers.get("x-pulsar-publish-time") ?? undefined,
+    };
+  }
+
+  /** Local names of every persistent topic in the namespace. */
+  async listTopics(): Promise<string[]> {
+    const { adminUrl, tenant, namespace } = this.options;
+    const what = `listing the topics of ${tenant}/${namespace}`;
+    const response = await this.call("GET", `${adminUrl}/admin/v2/persistent/${tenant}/${namespace}`, what);
+    if (!response.ok) await this.fail(response, what);
+    const names = (await response.json()) as unknown;
+    return Array.isArray(names) ? names.map((name) => String(name).split("/").pop() ?? "") : [];
+  }
+
+  /** Deletes a topic with its subscriptions (forcing producers and consumers off). False when it did not exist. */
+  async deleteTopic(topic: string): Promise<boolean> {
+    const what = `deleting topic "${topic}"`;
+    const response = await this.call("DELETE", `${this.topicPath(topic)}?force=true`, what);
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return false;
+    }
+    if (!response.ok) await this.fail(response, what);
+    await response.body?.cancel();
+    return true;
+  }
+
+  /** Deletes one subscription of a topic (forcing its consumers off). False when it did not exist. */
+  async deleteSubscription(topic: string, subscription: string): Promise<boolean> {
+    const what = `deleting subscription "${subscription}" of topic "${topic}"`;
+    const response = await this.call(
+      "DELETE",
+      `${this.topicPath(topic)}/subscription/${encodeURIComponent(subscription)}?force=true`,
+      what,
+    );
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return false;
+    }
+    if (!response.ok) await this.fail(response, what);
+    await response.body?.cancel();
+    return true;
+  }
+}

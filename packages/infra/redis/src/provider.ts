@@ -1,0 +1,275 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import {
+  type DurabilityCounters,
+  type Logger,
+  type MessageHandler,
+  type OutboundMessage,
+  type ProviderCapabilities,
+  ProviderError,
+  type PublishReceipt,
+  type QueueProtocol,
+  type Subscription,
+  silentLogger,
+} from "@factflow/protocols";
+import {
+  checkDestination,
+  compactHeaders,
+  emptyDurabilityCounters,
+  guardProvider,
+  prepareOutbound,
+  type ResolvedSubscribeOptions,
+  type UnguardedProvider,
+} from "@factflow/provider-kit";
+import type { Redis } from "ioredis";
+import { RedisAdmin } from "./admin.js";
+import { classifyRedisError } from "./classify-error.js";
+import { parseRedisConfig, type RedisConfig, type RedisConfigInput } from "./config.js";
+import { corkUntilNextTurn, openCommandConnection, openReaderConnection } from "./connections.js";
+import { DelayedPump } from "./delayed-pump.js";
+import { baseKey, laneFor, subscriptionSetKey, topicLanePrefix } from "./naming.js";
+import { PUBLISH_TOPIC, runScript, SCHEDULE } from "./scripts.js";
+import { nonce, RedisSubscription } from "./subscription.js";
+import { settleWithin } from "./timing.js";
+
+/** Options besides the config. */
+export interface RedisProviderOptions {
+  /** @default silentLogger */
+  readonly logger?: Logger;
+}
+
+/** A Redis provider: the `QueueProtocol` plus tooling hooks. */
+export interface RedisProvider extends QueueProtocol {
+  readonly config: RedisConfig;
+}
+
+/** What the provider can do on Redis 7 streams, as the conformance suite and validation read it. */
+export const REDIS_CAPABILITIES: ProviderCapabilities = Object.freeze({
+  // A stream is an append-only log read in order: there is no way to let a later entry overtake.
+  priorities: false,
+  retryDelay: "exponential",
+  // Retries wait in a sorted set scored by Redis TIME (ms) and are moved by this process's timer.
+  delayGranularityMs: 10,
+  // Competing consumers read one group; nothing serialises them, so no FIFO or message groups.
+  fifo: false,
+  messageGroups: false,
+  // Ordered groups need one consumer that sees the whole stream in order (the kit's lanes do the
+  // rest); a consumer group shares it out. A lease per ordered lane would do it (docs/providers/redis.md).
+  orderedGroups: false,
+  // Entries live in Redis; surviving a Redis restart needs AOF or RDB persistence (docs/providers/redis.md).
+  durable: true,
+  maxMessageBytes: 16_777_216,
+});
+
+const MIN_VERSION: readonly [number, number] = [6, 2];
+
+/** Refuses a Redis older than 6.2 (no XAUTOCLAIM), with a message saying so. */
+async function checkVersion(redis: Redis, url: string): Promise<void> {
+  const info = await redis.info("server");
+  const version = /redis_version:(\d+)\.(\d+)/.exec(info);
+  if (version === null) return;
+  const major = Number(version[1]);
+  const minor = Number(version[2]);
+  if (major < MIN_VERSION[0] || (major === MIN_VERSION[0] && minor < MIN_VERSION[1])) {
+    throw new ProviderError(
+      "redis",
+      "unknown",
+      `Redis ${major}.${minor} at ${url} is too old: the provider needs Redis 6.2 or newer (XAUTOCLAIM); Redis 7 is recommended`,
+      { retryable: false },
+    );
+  }
+}
+
+/**
+ * Creates a Redis Streams provider. Nothing connects until `connect()`.
+ *
+ * @example
+ * const provider = createRedisProvider({ url: process.env.FACTFLOW_REDIS_URL });
+ * await provider.connect();
+ */
+export function createRedisProvider(
+  input: RedisConfigInput = {},
+  options: RedisProviderOptions = {},
+): RedisProvider {
+  const config = parseRedisConfig(input);
+  const logger = (options.logger ?? silentLogger).child({ provider: "redis" });
+  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const subscriptions = new Set<RedisSubscription>();
+  /** Delayed-set pumps of this process's subscriptions, by lane stream, woken by local publishes. */
+  const pumps = new Map<string, Set<DelayedPump>>();
+  const consumerBase = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  let consumerCount = 0;
+  let redis: Redis | undefined;
+  const connected = (): Redis => {
+    if (redis === undefined)
+      throw new ProviderError("redis", "connection", "not connected: await provider.connect() first");
+    return redis;
+  };
+
+  /** The keys a publish writes, worked out once per destination (publishes reuse a few). */
+  interface PublishTarget {
+    readonly kind: "queue" | "topic";
+    /** Queue: its stream. Topic: its subscription set. */
+    readonly key: string;
+    /** Queue: its delayed set. Topic: the key prefix of its subscriptions' lanes. */
+    readonly aside: string;
+  }
+  const targets = new Map<string, PublishTarget>();
+  const targetOf = (destination: string): PublishTarget => {
+    let target = targets.get(destination);
+    if (target === undefined) {
+      const { kind, name } = checkDestination("redis", destination);
+      const lane = kind === "queue" ? laneFor(config.keyPrefix, destination) : undefined;
+      target =
+        lane === undefined
+          ? {
+              kind,
+              key: subscriptionSetKey(config.keyPrefix, name),
+              aside: topicLanePrefix(config.keyPrefix, name),
+            }
+          : { kind, key: lane.stream, aside: lane.delayed };
+      if (targets.size >= 10_000) targets.clear();
+      targets.set(destination, target);
+    }
+    return target;
+  };
+
+  const wake = (streamPrefix: string, exact: boolean, delayMs: number) => {
+    for (const [stream, set] of pumps) {
+      if (exact ? stream === streamPrefix : stream.startsWith(streamPrefix))
+        for (const pump of set) pump.wakeIn(delayMs);
+    }
+  };
+
+  const admin = new RedisAdmin({ config, redis: connected });
+
+  const provider: UnguardedProvider<RedisProvider> = {
+    name: "redis",
+    config,
+    capabilities: Object.freeze({ ...REDIS_CAPABILITIES, maxMessageBytes: config.maxMessageBytes }),
+    admin,
+
+    async connect() {
+      const client = openCommandConnection(config, logger);
+      try {
+        await client.connect();
+        await checkVersion(client, config.url);
+      } catch (error) {
+        client.disconnect();
+        throw classifyRedisError(error, `connect to Redis at ${config.url}`, config.url);
+      }
+      redis = client;
+      Object.assign(counters, emptyDurabilityCounters());
+    },
+
+    async close() {
+      await Promise.allSettled([...subscriptions].map((s) => s.unsubscribe()));
+      const client = redis;
+      if (client === undefined) return;
+      await settleWithin(client.quit(), 2_000);
+      client.disconnect();
+    },
+
+    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+      const target = targetOf(destination);
+      const prepared = prepareOutbound("redis", destination, message, {
+        maxBytes: config.maxMessageBytes,
+        newId: randomUUID,
+      });
+      const headersJson = JSON.stringify(compactHeaders(prepared));
+      const client = connected();
+      corkUntilNextTurn(client);
+      counters.published += 1;
+      const delay = prepared.delayMs;
+      try {
+        if (target.kind === "queue") {
+          if (delay > 0) {
+            await runScript(
+              client,
+              SCHEDULE,
+              [target.aside],
+              [headersJson, prepared.bodyJson, Math.ceil(delay), nonce()],
+            );
+            wake(target.key, true, delay);
+          } else {
+            await client.xadd(target.key, "*", "b", prepared.bodyJson, "h", headersJson);
+          }
+        } else {
+          await runScript(
+            client,
+            PUBLISH_TOPIC,
+            [target.key],
+            [target.aside, headersJson, prepared.bodyJson, Math.ceil(delay), nonce()],
+          );
+          if (delay > 0) wake(target.aside, false, delay);
+        }
+      } catch (error) {
+        throw classifyRedisError(error, `publish to "${destination}"`, config.url);
+      }
+      counters.confirmed += 1;
+      return { id: prepared.id };
+    },
+
+    async subscribe(
+      destination: string,
+      handler: MessageHandler,
+      options: ResolvedSubscribeOptions,
+    ): Promise<Subscription> {
+      const lane = laneFor(config.keyPrefix, destination, options.subscription);
+      const client = connected();
+      consumerCount += 1;
+      const pump = new DelayedPump(client, lane, config.delayPollMs, logger);
+      let set = pumps.get(lane.stream);
+      if (set === undefined) {
+        set = new Set();
+        pumps.set(lane.stream, set);
+      }
+      set.add(pump);
+      const subscription = new RedisSubscription(
+        {
+          config,
+          redis: client,
+          openReader: () => openReaderConnection(config, logger),
+          counters,
+          logger,
+          lane,
+          consumer: `${consumerBase}-${consumerCount}`,
+          pump,
+          onStop: (s) => {
+            subscriptions.delete(s);
+            const live = pumps.get(lane.stream);
+            live?.delete(pump);
+            if (live?.size === 0) pumps.delete(lane.stream);
+          },
+        },
+        {
+          subscription: options.subscription,
+          handler,
+          prefetch: options.prefetch,
+          concurrency: options.concurrency,
+          policy: options.retry,
+          handlerTimeoutMs: options.handlerTimeoutMs,
+        },
+      );
+      subscriptions.add(subscription);
+      try {
+        await subscription.start();
+      } catch (error) {
+        await subscription.unsubscribe();
+        throw classifyRedisError(error, `subscribe to "${destination}"`, config.url);
+      }
+      return subscription;
+    },
+
+    counters() {
+      return { ...counters };
+    },
+  };
+  return guardProvider(provider, { factory: "createRedisProvider()" });
+}
+
+/** The hash-tagged base key of a destination, for tooling that inspects Redis directly. */
+export function redisKeyOf(prefix: string, destination: string): string {
+  const { kind, name } = checkDestination("redis", destination);
+  return baseKey(prefix, kind, name);
+}

@@ -1,0 +1,113 @@
+import { type Kysely, sql } from "kysely";
+import type { LineageDatabaseSchema } from "./schema.js";
+
+/**
+ * What several servers sharing one PostgreSQL coordinate through (docs/deployment.md): a lease per
+ * server in `factflow_nodes`, renewed by its heartbeat, and the owner of each execution. Time is the
+ * database's own `now()`, so the servers' clocks never have to agree.
+ */
+interface ClusterStoreProtocol {
+  /** Creates or renews this server's lease for `leaseMs` from now. */
+  heartbeatNode(nodeId: string, leaseMs: number): Promise<void>;
+  /** Drops this server's lease (a clean shutdown: nothing to take over). */
+  removeNode(nodeId: string): Promise<void>;
+  /**
+   * Removes every lease that expired and returns whose they were. Atomic: each dead server is
+   * handed to exactly one caller, which then takes over its executions.
+   */
+  claimExpiredNodes(): Promise<string[]>;
+  /** Moves the running executions owned by `fromNode` to `toNode`; returns their ids. */
+  adoptExecutions(fromNode: string, toNode: string): Promise<string[]>;
+  /** Records which server owns (created or took over) a running execution. */
+  setExecutionOwner(executionId: string, nodeId: string): Promise<void>;
+  /** Ids of every execution whose row says `running`, oldest first. */
+  runningExecutionIds(): Promise<string[]>;
+  /** Servers whose lease has not expired, with their owned running executions. */
+  liveNodes(): Promise<{ nodeId: string; heartbeatAt: string; owned: number }[]>;
+}
+
+/** `ClusterStoreProtocol` on the execution store's Kysely handle (PostgreSQL or PGlite). */
+export class ClusterStore implements ClusterStoreProtocol {
+  readonly #db: Kysely<LineageDatabaseSchema>;
+
+  constructor(db: Kysely<LineageDatabaseSchema>) {
+    this.#db = db;
+  }
+
+  async heartbeatNode(nodeId: string, leaseMs: number): Promise<void> {
+    const expires = sql<Date>`now() + ${Math.max(1, Math.round(leaseMs))} * interval '1 millisecond'`;
+    await this.#db
+      .insertInto("factflow_nodes")
+      .values({ node_id: nodeId, heartbeat_at: sql<Date>`now()`, lease_expires_at: expires })
+      .onConflict((oc) =>
+        oc.column("node_id").doUpdateSet({ heartbeat_at: sql<Date>`now()`, lease_expires_at: expires }),
+      )
+      .execute();
+  }
+
+  async removeNode(nodeId: string): Promise<void> {
+    await this.#db.deleteFrom("factflow_nodes").where("node_id", "=", nodeId).execute();
+  }
+
+  async claimExpiredNodes(): Promise<string[]> {
+    const rows = await this.#db
+      .deleteFrom("factflow_nodes")
+      .where("lease_expires_at", "<", sql<Date>`now()`)
+      .returning("node_id")
+      .execute();
+    return rows.map((r) => r.node_id);
+  }
+
+  async adoptExecutions(fromNode: string, toNode: string): Promise<string[]> {
+    const rows = await this.#db
+      .updateTable("pipeline_executions")
+      .set({ owner_node: toNode })
+      .where("owner_node", "=", fromNode)
+      .where("status", "=", "running")
+      .returning("id")
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  async setExecutionOwner(executionId: string, nodeId: string): Promise<void> {
+    await this.#db
+      .updateTable("pipeline_executions")
+      .set({ owner_node: nodeId })
+      .where("id", "=", executionId)
+      .execute();
+  }
+
+  async runningExecutionIds(): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom("pipeline_executions")
+      .select("id")
+      .where("status", "=", "running")
+      .orderBy("created_at")
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  async liveNodes(): Promise<{ nodeId: string; heartbeatAt: string; owned: number }[]> {
+    const rows = await this.#db
+      .selectFrom("factflow_nodes as n")
+      .select([
+        "n.node_id",
+        "n.heartbeat_at",
+        (eb) =>
+          eb
+            .selectFrom("pipeline_executions as e")
+            .select(sql<number>`count(*)::int`.as("c"))
+            .whereRef("e.owner_node", "=", "n.node_id")
+            .where("e.status", "=", "running")
+            .as("owned"),
+      ])
+      .where("n.lease_expires_at", ">=", sql<Date>`now()`)
+      .orderBy("n.node_id")
+      .execute();
+    return rows.map((r) => ({
+      nodeId: r.node_id,
+      heartbeatAt: new Date(r.heartbeat_at).toISOString(),
+      owned: Number(r.owned ?? 0),
+    }));
+  }
+}

@@ -1,0 +1,270 @@
+import type {
+  LineageCounters,
+  LineagePageQuery,
+  LineageProtocol,
+  LineageRow,
+  LineageStatus,
+  LineageUpdate,
+  RecordedInput,
+  RouteStatusCount,
+} from "@factflow/protocols";
+import { FactflowError } from "@factflow/protocols";
+import { assertUuid, pageOf } from "./ids.js";
+import { checkMessageId, checkRow, invalid, LINEAGE_KINDS, LINEAGE_STATUSES } from "./row-checks.js";
+
+type MutableRow = { -readonly [K in keyof LineageRow]: LineageRow[K] };
+
+const OPEN: ReadonlySet<LineageStatus> = new Set(["pending", "initiated", "processing"]);
+const RANK: Record<LineageStatus, number> = {
+  pending: 0,
+  initiated: 1,
+  processing: 2,
+  completed: 3,
+  failed: 3,
+  abandoned: 3,
+  skipped: 3,
+};
+
+/** The rows of one execution, with its open-row count kept up to date on every write. */
+interface ExecutionRows {
+  readonly rows: Map<string, MutableRow>;
+  open: number;
+}
+
+/**
+ * `LineageProtocol` held in this process's memory: every write applies at once, nothing is persisted
+ * and everything is gone when the process exits. Completion semantics are those of the database
+ * stores (a row is open until updated to completed/failed/abandoned; `countOpen` is exact), so the
+ * engine behaves the same; only durability and cross-process visibility are given up. Meant for
+ * ephemeral runs, tests and benchmarks (`lineage: memory`).
+ */
+export class MemoryLineageStore implements LineageProtocol {
+  readonly #executions = new Map<string, ExecutionRows>();
+  /** Row id → execution, so `update(id)` finds its row without knowing the execution. */
+  readonly #owner = new Map<string, ExecutionRows>();
+  readonly #counters: LineageCounters = { written: 0, retriedWrites: 0, lost: 0, queued: 0 };
+  #closed = false;
+
+  record(row: LineageRow): void {
+    this.#open();
+    checkRow(row);
+    this.#put(row);
+  }
+
+  update(id: string, update: LineageUpdate): void {
+    this.#open();
+    assertUuid(id, "lineage row id");
+    if (!LINEAGE_STATUSES.has(update.status))
+      invalid(`lineage status ${JSON.stringify(update.status)} is unknown`);
+    const owner = this.#owner.get(id);
+    const row = owner?.rows.get(id);
+    // Like an UPDATE matching no row: nothing to change (the database stores behave the same).
+    if (owner === undefined || row === undefined) return;
+    const wasOpen = OPEN.has(row.status);
+    row.status = update.status;
+    if (update.outputKeys !== undefined) row.outputKeys = update.outputKeys;
+    if (update.error !== undefined) row.error = update.error;
+    if (update.finishedAt !== undefined) row.finishedAt = update.finishedAt;
+    if (update.attempt !== undefined) row.attempt = update.attempt;
+    owner.open += (OPEN.has(row.status) ? 1 : 0) - (wasOpen ? 1 : 0);
+    this.#counters.written++;
+  }
+
+  async registerPending(rows: readonly LineageRow[]): Promise<void> {
+    this.#open();
+    for (const row of rows) checkRow(row);
+    for (const row of rows) this.#put(row);
+  }
+
+  async flush(): Promise<void> {}
+
+  async countOpen(executionId: string): Promise<number> {
+    assertUuid(executionId, "execution id");
+    return this.#executions.get(executionId)?.open ?? 0;
+  }
+
+  counters(): LineageCounters {
+    return { ...this.#counters };
+  }
+
+  async rows(executionId: string, query: LineagePageQuery = {}) {
+    assertUuid(executionId, "execution id");
+    const { offset, limit } = pageOf(query);
+    if (query.kind !== undefined && !LINEAGE_KINDS.has(query.kind))
+      invalid(`lineage kind ${JSON.stringify(query.kind)} is unknown`);
+    if (query.status !== undefined && !LINEAGE_STATUSES.has(query.status))
+      invalid(`lineage status ${JSON.stringify(query.status)} is unknown`);
+    const matching = this.#all(executionId).filter(
+      (r) =>
+        (query.status === undefined || r.status === query.status) &&
+        (query.route === undefined || r.route === query.route) &&
+        (query.kind === undefined || r.kind === query.kind),
+    );
+    return {
+      total: matching.length,
+      items: sorted(matching)
+        .slice(offset, offset + limit)
+        .map(copy),
+    };
+  }
+
+  async countsByRoute(executionId: string): Promise<readonly RouteStatusCount[]> {
+    assertUuid(executionId, "execution id");
+    const counts = new Map<
+      string,
+      { route: string; kind: LineageRow["kind"]; status: LineageStatus; count: number }
+    >();
+    for (const r of this.#all(executionId)) {
+      const key = `${r.route}\u0000${r.kind}\u0000${r.status}`;
+      const seen = counts.get(key);
+      if (seen === undefined) counts.set(key, { route: r.route, kind: r.kind, status: r.status, count: 1 });
+      else seen.count++;
+    }
+    return [...counts.values()].sort(
+      (a, b) => compare(a.route, b.route) || compare(a.kind, b.kind) || compare(a.status, b.status),
+    );
+  }
+
+  async tree(executionId: string, messageId: string): Promise<readonly LineageRow[]> {
+    assertUuid(executionId, "execution id");
+    checkMessageId(messageId);
+    const rows = this.#executions.get(executionId)?.rows;
+    if (rows === undefined) return [];
+    const all = [...rows.values()];
+    const byMessage = new Map<string, MutableRow[]>();
+    const byParent = new Map<string, MutableRow[]>();
+    for (const r of all) {
+      push(byMessage, r.messageId, r);
+      if (r.parentId !== undefined) push(byParent, r.parentId, r);
+    }
+    const start = byMessage.get(messageId) ?? [];
+    if (start.length === 0) return [];
+    // Up: the parents of the message's rows, to the root; every row of an ancestor message is in.
+    const upMessages = new Set<string>();
+    const upSeen = new Set<string>();
+    const upStack = [...start];
+    while (upStack.length > 0) {
+      const r = upStack.pop() as MutableRow;
+      if (upSeen.has(r.id)) continue;
+      upSeen.add(r.id);
+      upMessages.add(r.messageId);
+      const parent = r.parentId === undefined ? undefined : rows.get(r.parentId);
+      if (parent !== undefined) upStack.push(parent);
+    }
+    // Down: rows whose parent is in the tree, and every row of a message already in it.
+    const ids = new Set<string>();
+    const downStack = [...start];
+    const seenMessages = new Set<string>();
+    while (downStack.length > 0) {
+      const r = downStack.pop() as MutableRow;
+      if (ids.has(r.id)) continue;
+      ids.add(r.id);
+      for (const child of byParent.get(r.id) ?? []) downStack.push(child);
+      if (!seenMessages.has(r.messageId)) {
+        seenMessages.add(r.messageId);
+        for (const sibling of byMessage.get(r.messageId) ?? []) downStack.push(sibling);
+      }
+    }
+    for (const m of upMessages) for (const r of byMessage.get(m) ?? []) ids.add(r.id);
+    return sorted(all.filter((r) => ids.has(r.id))).map(copy);
+  }
+
+  async routeInputs(
+    executionId: string,
+    route: string,
+    messageIds?: readonly string[],
+  ): Promise<readonly RecordedInput[]> {
+    assertUuid(executionId, "execution id");
+    if (messageIds !== undefined && messageIds.length === 0) return [];
+    for (const id of messageIds ?? []) checkMessageId(id);
+    const wanted = messageIds === undefined ? undefined : new Set(messageIds);
+    // One input per message (a redelivered message may have several rows): its first recording.
+    const first = new Map<string, MutableRow>();
+    for (const r of sorted(this.#all(executionId))) {
+      if (r.kind !== "message" || r.route !== route) continue;
+      if (wanted !== undefined && !wanted.has(r.messageId)) continue;
+      if (!first.has(r.messageId)) first.set(r.messageId, r);
+    }
+    return [...first.values()].map((r) => ({
+      messageId: r.messageId,
+      correlationId: r.correlationId,
+      payload: r.payload ?? null,
+    }));
+  }
+
+  async messageStatus(executionId: string, messageId: string) {
+    assertUuid(executionId, "execution id");
+    if (typeof messageId !== "string" || messageId.length === 0 || messageId.length > 512) return undefined;
+    let best: MutableRow | undefined;
+    for (const r of this.#all(executionId)) {
+      if (r.kind !== "message" || r.messageId !== messageId) continue;
+      if (best === undefined || r.attempt > best.attempt) best = r;
+    }
+    return best === undefined ? undefined : { status: best.status, attempt: best.attempt };
+  }
+
+  /** Forgets the rows of these executions (retention in the companion execution store). */
+  forget(executionIds: Iterable<string>): void {
+    for (const id of executionIds) {
+      const execution = this.#executions.get(id);
+      if (execution === undefined) continue;
+      for (const rowId of execution.rows.keys()) this.#owner.delete(rowId);
+      this.#executions.delete(id);
+    }
+  }
+
+  /** Later writes throw `lineage_error`; queries still answer until the process exits. */
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
+
+  #open(): void {
+    if (this.#closed)
+      throw new FactflowError("lineage_error", "[factflow/lineage] the in-memory lineage store is closed.");
+  }
+
+  #all(executionId: string): MutableRow[] {
+    const rows = this.#executions.get(executionId)?.rows;
+    return rows === undefined ? [] : [...rows.values()];
+  }
+
+  /** Insert, or the database stores' upsert: a stored row is only replaced by one at least as far along. */
+  #put(row: LineageRow): void {
+    let execution = this.#executions.get(row.executionId);
+    if (execution === undefined) {
+      execution = { rows: new Map(), open: 0 };
+      this.#executions.set(row.executionId, execution);
+    }
+    const stored = execution.rows.get(row.id);
+    if (stored !== undefined) {
+      const newer =
+        row.attempt > stored.attempt ||
+        (row.attempt === stored.attempt && RANK[row.status] >= RANK[stored.status]);
+      if (!newer) return;
+      if (OPEN.has(stored.status)) execution.open--;
+    }
+    execution.rows.set(row.id, { ...row });
+    this.#owner.set(row.id, execution);
+    if (OPEN.has(row.status)) execution.open++;
+    this.#counters.written++;
+  }
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Database order: by start time, then id. */
+function sorted(rows: MutableRow[]): MutableRow[] {
+  return rows.sort((a, b) => compare(a.startedAt, b.startedAt) || compare(a.id, b.id));
+}
+
+function copy(row: MutableRow): LineageRow {
+  return { ...row };
+}

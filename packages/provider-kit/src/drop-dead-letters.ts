@@ -1,0 +1,30 @@
+import {
+  type HandlerResult,
+  type MessageHandler,
+  MessageStatus,
+  unwrapHandlerResult,
+} from "@factflow/protocols";
+import type { ResolvedSubscribeOptions } from "./subscribe-options.js";
+
+/**
+ * For `deadLetter: false`: a delivery that would be dead-lettered (REJECTED, or its last attempt
+ * failed or threw) is acknowledged instead, so it is dropped. A handler that times out on its last
+ * attempt is settled by the provider before this sees it, and is still dead-lettered.
+ */
+export function dropDeadLetters(handler: MessageHandler, options: ResolvedSubscribeOptions): MessageHandler {
+  return async (delivery, signal): Promise<HandlerResult> => {
+    const last = delivery.attempt >= options.retry.maxAttempts;
+    let result: HandlerResult;
+    try {
+      result = await handler(delivery, signal);
+    } catch (error) {
+      if (last && !signal.aborted) return MessageStatus.ACKNOWLEDGED;
+      throw error;
+    }
+    if (signal.aborted) return result;
+    const { status } = unwrapHandlerResult(result);
+    if (status === MessageStatus.REJECTED) return MessageStatus.ACKNOWLEDGED;
+    if (last && status !== MessageStatus.ACKNOWLEDGED) return MessageStatus.ACKNOWLEDGED;
+    return result;
+  };
+}
