@@ -198,7 +198,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     });
     closers.unshift(() => db.close());
     // Named queue definitions: shared through the database on PostgreSQL, else in the data dir.
-    const queueDefinitions = await openQueueDefinitions(settings, db, logger);
+    const queueDefinitions = await openQueueDefinitions(settings.data_dir, db, logger);
     closers.unshift(() => queueDefinitions.close());
     let storage: StorageProtocol;
     if (options.storage === undefined) {
@@ -375,6 +375,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       engine: facade,
       retention,
       queueCleanup: janitor,
+      queueDefinitions: queueDefinitions.store,
       parseConfig,
       close() {
         // Every step is bounded: a step that never settles (a database pool waiting on a query that

@@ -10,6 +10,7 @@ import type {
 import type { ConfigCatalog } from "./config-catalog.js";
 import type { FactflowMetrics } from "./metrics.js";
 import type { RetentionJob } from "./retention.js";
+import type { QueueDefinitionStore } from "./routes/queue-definition-store.js";
 import type { Settings } from "./settings.js";
 
 /** One event of an execution's stream (SSE). Ids increase per execution. */
@@ -59,6 +60,11 @@ export interface FactflowRuntime {
   readonly retention: RetentionJob;
   /** The cleanup of ended executions' queues: `idle(id)` resolves when none is under way for `id`. */
   readonly queueCleanup?: { idle(executionId: string): Promise<void> };
+  /**
+   * Named queue definitions (`PUT /queues/{name}/definition`). Without it (a runtime composed
+   * elsewhere, as some tests do) the routes use the file store of `settings.data_dir`.
+   */
+  readonly queueDefinitions?: QueueDefinitionStore;
   /** Validates YAML (schema, adapters, `adapter_modules`) as the engine will run it. */
   parseConfig(source: string, path: string): Promise<PipelineConfig>;
   /** Stops executions, then closes provider and database. Idempotent. */

@@ -116,17 +116,6 @@ export function queueDefinitionStoreFor(dataDir: string): FileQueueDefinitionSto
   return store;
 }
 
-/** The store each runtime's settings were composed with (see {@link openQueueDefinitions}). */
-const byRuntime = new WeakMap<object, QueueDefinitionStore>();
-
-/**
- * The store of a runtime: the one its composition chose for these settings, else the file store of
- * its data directory (a runtime composed elsewhere, as some tests do).
- */
-export function queueDefinitionStoreOf(settings: { readonly data_dir: string }): QueueDefinitionStore {
-  return byRuntime.get(settings) ?? queueDefinitionStoreFor(settings.data_dir);
-}
-
 /** The store a runtime runs with, and what stops it. */
 export interface OpenedQueueDefinitions {
   readonly store: QueueDefinitionStore;
@@ -134,26 +123,25 @@ export interface OpenedQueueDefinitions {
 }
 
 /**
- * Chooses where a runtime keeps its named queue definitions and registers it for its routes. With
+ * Chooses where a runtime keeps its named queue definitions (its routes take the store from the
+ * runtime). With
  * lineage on PostgreSQL, in the `factflow_queue_definitions` table every server on that database
  * shares (changes made elsewhere reach this process's consumers by a poll of the table); a
  * `queue-definitions.json` left in the data directory is imported once, for the names the table
  * does not have yet. Otherwise (PGlite, memory) in that file, as a single server needs nothing more.
  */
 export async function openQueueDefinitions(
-  settings: { readonly data_dir: string },
+  dataDir: string,
   db: Pick<LineageDatabase, "dialect" | "executions">,
   logger: Logger,
 ): Promise<OpenedQueueDefinitions> {
-  const file = queueDefinitionStoreFor(settings.data_dir);
+  const file = queueDefinitionStoreFor(dataDir);
   if (db.dialect !== "postgres" || !(db.executions instanceof ExecutionStore)) {
-    byRuntime.set(settings, file);
     return { store: file, close: async () => {} };
   }
   const table = db.executions.queueDefinitions({ logger });
   await importFile(file, table, logger);
   await table.start();
-  byRuntime.set(settings, table);
   return { store: table, close: () => table.close() };
 }
 

@@ -5,7 +5,7 @@ import * as v from "valibot";
 import { PagingQuery, readJson, readQuery } from "../http-input.js";
 import { assertRedriveAllowed, executionOfDestination } from "../redrive-guard.js";
 import type { FactflowRuntime } from "../runtime.js";
-import { queueDefinitionStoreOf } from "./queue-definition-store.js";
+import { queueDefinitionStoreFor } from "./queue-definition-store.js";
 import { namedQueueStatus } from "./queue-status.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody, queryParams } from "./typed-input.js";
@@ -131,7 +131,7 @@ export function deadLetterJson(letter: DeadLetter) {
 export function queueRoutes(rt: FactflowRuntime) {
   const admin = () => rt.provider.admin;
   // Named queue definitions (`queues:` at runtime), served after the fixed paths.
-  const definitions = queueDefinitionStoreOf(rt.settings);
+  const definitions = rt.queueDefinitions ?? queueDefinitionStoreFor(rt.settings.data_dir);
 
   return (
     new Hono()
