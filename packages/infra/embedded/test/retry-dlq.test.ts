@@ -176,7 +176,8 @@ describe("incomplete handlers", () => {
     await waitFor(() => again.length === 1, "the redelivery");
     expect(again[0]?.attempt).toBe(1);
     expect(again[0]?.redelivered).toBe(true);
-    await sleep(20);
+    // The handler's answer is seen before the provider settles it: wait for the ack to be counted.
+    await waitFor(() => p.counters().acked >= 1, "the redelivery's ack");
     expect(p.counters()).toMatchObject({ acked: 1, redelivered: 1 });
   });
 

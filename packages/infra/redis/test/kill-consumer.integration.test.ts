@@ -87,6 +87,13 @@ describe.skipIf(!available.ok && !required)(
           "reclaimed deliveries are flagged redelivered",
         ).toBe(true);
         expect(survivor.duplicates()).toEqual(new Map());
+        // The handler's answer is seen before its XACK completes (acks go out in batches): wait for
+        // the acks to be counted, then check the counts exactly.
+        await waitFor(() => provider.counters().acked >= MESSAGES, {
+          timeoutMs: 30_000,
+          description: () =>
+            `the survivor's ${MESSAGES} acks (counters ${JSON.stringify(provider.counters())})`,
+        });
         expect(provider.counters()).toMatchObject({ acked: MESSAGES, redelivered: MESSAGES, lost: 0 });
         // The dead consumer stops counting once its heartbeat is stale, and is removed from the group.
         await waitFor(
