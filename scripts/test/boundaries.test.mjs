@@ -47,12 +47,18 @@ const SKIPPED = new Set(["dist", "coverage", ".turbo", ".factflow", ".git"]);
 function copyTree(from, to) {
   mkdirSync(to, { recursive: true });
   for (const entry of readdirSync(from, { withFileTypes: true })) {
-    if (SKIPPED.has(entry.name)) continue;
+    // `_tmp_*`: what `pnpm pack` (pack.test.mjs, running beside this file) writes and removes.
+    if (SKIPPED.has(entry.name) || entry.name.startsWith("_tmp_")) continue;
     const source = join(from, entry.name);
     const target = join(to, entry.name);
-    if (entry.name === "node_modules") linkNodeModules(source, target);
-    else if (entry.isDirectory()) copyTree(source, target);
-    else if (entry.isFile()) cpSync(source, target);
+    try {
+      if (entry.name === "node_modules") linkNodeModules(source, target);
+      else if (entry.isDirectory()) copyTree(source, target);
+      else if (entry.isFile()) cpSync(source, target);
+    } catch (error) {
+      // A file another test removed between the listing and the copy is not part of the source.
+      if (error.code !== "ENOENT") throw error;
+    }
   }
 }
 
