@@ -1,12 +1,11 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * `pnpm test:together`: every package's suite in one vitest run (CONTRIBUTING.md says why it is not
- * `pnpm test` yet). Each package keeps its own config (its
+ * `pnpm test`: every package's suite in one vitest run. Each package keeps its own config (its
  * vitest.config.* is the project); one scheduler packs all test files onto the same two workers, so
  * a package whose suite ends in one long file no longer leaves a worker idle while the next package
  * waits its turn. The crash and cluster suites are not projects here: they run alone
- * (`pnpm test:crash`, `pnpm test:cluster`).
+ * (`pnpm test:crash`, `pnpm test:cluster`). `pnpm test:packages` runs the packages one after another.
  */
 export default defineConfig({
   test: {

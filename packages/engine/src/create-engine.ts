@@ -41,7 +41,7 @@ export interface EngineOptions {
    * the publisher is always the consumer) may turn it off for throughput. @default true
    */
   readonly strictLineage?: boolean;
-  /** Queued lineage writes above which a handler waits for a flush before publishing. @default 1000 */
+  /** Queued lineage writes above which a handler waits for room (the batch in flight to commit) before publishing. @default 4000 */
   readonly maxLineageBacklog?: number;
   /**
    * How long a delivery is in flight before its message row is marked `processing` (one sweep per

@@ -129,7 +129,15 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
       // One message per outbound queue: queued ahead of every later change of the parent's rows,
       // so this process's gate sees it; the backlog is bounded to keep completion prompt.
       for (const row of rows) runtime.lineage.record(row);
-      if (runtime.lineage.counters().queued > runtime.maxLineageBacklog) await runtime.lineage.flush();
+      const lineage = runtime.lineage;
+      // Wait for room, not for a full flush: the next writes then queue while a batch commits.
+      const room =
+        lineage.roomFor === undefined
+          ? lineage.counters().queued > runtime.maxLineageBacklog
+            ? lineage.flush()
+            : undefined
+          : lineage.roomFor(runtime.maxLineageBacklog);
+      if (room !== undefined) await room;
     }
     let failure: unknown;
     if (targets.length === 1) {

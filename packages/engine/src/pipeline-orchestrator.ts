@@ -68,7 +68,7 @@ export interface OrchestratorServices {
    * fan-out children. Needed when several processes consume one execution's queues. @default true
    */
   readonly strictLineage?: boolean;
-  /** Queued lineage writes above which a handler waits for a flush before publishing. @default 1000 */
+  /** Queued lineage writes above which a handler waits for room (the batch in flight to commit) before publishing. @default 4000 */
   readonly maxLineageBacklog?: number;
   /**
    * A delivery's message row is marked `processing` once it has been in flight this long (checked by
@@ -178,7 +178,7 @@ export class PipelineOrchestrator {
       reseeded: this.#reseeded,
       signal: this.#abort.signal,
       strictLineage: this.#options.strictLineage ?? true,
-      maxLineageBacklog: this.#options.maxLineageBacklog ?? 1000,
+      maxLineageBacklog: this.#options.maxLineageBacklog ?? 4000,
       routeForQueue: (q) => routeOfQueue.get(q),
       onActivity: () => this.#gate?.activity(),
       onMaybeIdle: () => this.#gate?.trigger(),

@@ -66,6 +66,10 @@ export class LineageStore implements LineageProtocol {
     return this.#writer.flush();
   }
 
+  roomFor(limit: number): Promise<void> | undefined {
+    return this.#writer.roomFor(limit);
+  }
+
   async countOpen(executionId: string): Promise<number> {
     assertUuid(executionId, "execution id");
     // The completion gate must see every write made before it asked.

@@ -32,6 +32,12 @@ interface Waiter {
   resolve: () => void;
 }
 
+/** A `roomFor` caller: resolved once at most `limit` writes are queued. */
+interface RoomWaiter {
+  readonly limit: number;
+  readonly resolve: () => void;
+}
+
 /**
  * Queues lineage writes in memory and group-commits them, in two lanes:
  *
@@ -81,6 +87,8 @@ export class LineageWriter {
   /** Bulk writes of rows whose pending-lane commit is in flight, replayed in order once it ends. */
   #deferred = new Map<string, (() => void)[]>();
   #deferredCount = 0;
+  /** `roomFor` callers, released as commits take writes off the queue. */
+  #roomWaiters: RoomWaiter[] = [];
 
   constructor(runner: LineageSqlRunner, logger: Logger, options: LineageWriterOptions = {}) {
     this.#log = logger;
@@ -149,6 +157,28 @@ export class LineageWriter {
 
   counters(): LineageCounters {
     return { ...this.#counters, queued: this.#queued() };
+  }
+
+  /**
+   * `undefined` while at most `limit` writes are queued (in flight included); otherwise resolves once
+   * no more than `limit` are. Unlike {@link flush} it does not wait for the writes queued after the
+   * batch in flight, so a caller queues its next writes while that batch commits.
+   */
+  roomFor(limit: number): Promise<void> | undefined {
+    if (this.#queued() <= limit) return undefined;
+    return new Promise<void>((resolve) => this.#roomWaiters.push({ limit, resolve }));
+  }
+
+  /** Resolves the `roomFor` callers whose limit the queue is now within. */
+  #releaseRoom(): void {
+    if (this.#roomWaiters.length === 0) return;
+    const queued = this.#queued();
+    const waiting: RoomWaiter[] = [];
+    for (const waiter of this.#roomWaiters) {
+      if (queued <= waiter.limit) waiter.resolve();
+      else waiting.push(waiter);
+    }
+    this.#roomWaiters = waiting;
   }
 
   /** Flushes, then refuses further writes. */
@@ -302,6 +332,7 @@ export class LineageWriter {
         this.#inFlight.clear();
         this.#batch = undefined;
         for (const waiter of served) waiter.resolve();
+        this.#releaseRoom();
       }
     }
     // The queue is empty, so everything queued before any remaining flush is done (a waiter can
@@ -375,6 +406,7 @@ export class LineageWriter {
         this.#deferredCount -= replays.length;
         for (const replay of replays) replay();
       }
+      this.#releaseRoom();
     }
   }
 }

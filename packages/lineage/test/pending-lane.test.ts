@@ -115,6 +115,35 @@ describe("lineage writer pending lane (PGlite)", () => {
     expect(writer.counters()).toMatchObject({ written: 52, lost: 0, queued: 0 });
   });
 
+  it("roomFor answers at once below its limit, and above it resolves when the batch in flight commits, not after a full flush", async () => {
+    const { bulk } = lanes(handles.writer);
+    const writer = new LineageWriter(bulk, silentLogger, { batchSize: 10 });
+    const exec = uuidv7();
+    expect(writer.roomFor(5)).toBeUndefined();
+    bulk.hold();
+    const first = Array.from({ length: 10 }, () => row(exec));
+    for (const r of first) writer.record(r);
+    await bulk.reached(); // the first batch (10 rows) is in flight and stuck
+    const later = Array.from({ length: 4 }, () => row(exec));
+    for (const r of later) writer.record(r);
+    expect(writer.counters().queued).toBe(14);
+    let roomy = false;
+    const room = writer.roomFor(5)?.then(() => {
+      roomy = true;
+    });
+    expect(room).toBeDefined();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(roomy).toBe(false);
+    bulk.open();
+    await room;
+    // Room came back as the first batch committed, the later rows still queued: no full flush.
+    expect(writer.counters().queued).toBe(4);
+    expect(await stored(first[0]?.id as string)).toEqual(first[0]);
+    await writer.flush();
+    for (const r of later) expect(await stored(r.id)).toEqual(r);
+    expect(writer.counters()).toMatchObject({ written: 14, lost: 0, queued: 0 });
+  });
+
   it("holds an update of a row whose pending-lane commit is in flight until that commit ends", async () => {
     const { bulk, lane } = lanes(handles.writer);
     const writer = new LineageWriter(bulk, silentLogger);

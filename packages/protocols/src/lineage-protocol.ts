@@ -113,6 +113,13 @@ export interface LineageProtocol {
   /** Pre-registers rows (fan-out children) durably before their messages are published. */
   registerPending(rows: readonly LineageRow[]): Promise<void>;
   flush(): Promise<void>;
+  /**
+   * Backpressure for `record`/`update` callers: `undefined` while at most `limit` writes are queued,
+   * otherwise a promise that resolves once no more than `limit` are (commits go on meanwhile, so a
+   * caller can queue its next writes while the batch before them is being committed). A store that
+   * applies writes at once need not implement it.
+   */
+  roomFor?(limit: number): Promise<void> | undefined;
   /** Rows of the execution in `pending`, `initiated` or `processing` (after a flush). */
   countOpen(executionId: string): Promise<number>;
   counters(): LineageCounters;

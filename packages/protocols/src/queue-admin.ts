@@ -20,6 +20,14 @@ export interface DestinationStats {
   readonly inFlight: number;
   /** Messages in the dead-letter destination. */
   readonly dlqDepth: number;
+  /**
+   * Deliveries the broker still counts as handed out while no live consumer holds them, so the
+   * broker will not redeliver them on its own (Artemis 2.40 can strand a delivery of a consumer whose
+   * connection died; see docs/deployment.md). A snapshot: a delivery acknowledged between the
+   * provider's reads can show here once, so only a figure that stays above 0 across reads means
+   * stranded. Absent when the provider cannot tell.
+   */
+  readonly stranded?: number;
 }
 
 /** A message sitting in a dead-letter destination. */

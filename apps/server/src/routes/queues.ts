@@ -158,6 +158,8 @@ export function queueRoutes(rt: FactflowRuntime) {
           consumers: stats.consumers,
           in_flight: stats.inFlight,
           dlq_depth: stats.dlqDepth,
+          // Only Artemis can tell (null elsewhere): deliveries the broker will not redeliver on its own.
+          stranded: stats.stranded ?? null,
         });
       })
       .get("/queues/dlq", queryParams(BrowseQuery), async (c) => {

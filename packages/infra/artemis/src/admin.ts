@@ -111,6 +111,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       ...depthAndInFlight(figures, this.deps.buffered(queue)),
       consumers: figures.consumerCount,
       dlqDepth,
+      stranded: Math.max(0, figures.deliveringCount - figures.heldCount),
     };
   }
 
