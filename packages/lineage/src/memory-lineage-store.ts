@@ -10,7 +10,14 @@ import type {
 } from "@factflow/protocols";
 import { FactflowError } from "@factflow/protocols";
 import { assertUuid, pageOf } from "./ids.js";
-import { checkMessageId, checkRow, invalid, LINEAGE_KINDS, LINEAGE_STATUSES } from "./row-checks.js";
+import {
+  checkMessageId,
+  checkRow,
+  checkRowOfKnownExecution,
+  invalid,
+  LINEAGE_KINDS,
+  LINEAGE_STATUSES,
+} from "./row-checks.js";
 
 type MutableRow = { -readonly [K in keyof LineageRow]: LineageRow[K] };
 
@@ -25,9 +32,13 @@ const RANK: Record<LineageStatus, number> = {
   skipped: 3,
 };
 
-/** The rows of one execution, with its open-row count kept up to date on every write. */
+/**
+ * The row ids of one execution, in the order they were first written, with its open-row count kept
+ * up to date on every write. The rows themselves are in the store's one id → row map (the id is
+ * the key, as in the database tables).
+ */
 interface ExecutionRows {
-  readonly rows: Map<string, MutableRow>;
+  readonly ids: string[];
   open: number;
 }
 
@@ -40,14 +51,14 @@ interface ExecutionRows {
  */
 export class MemoryLineageStore implements LineageProtocol {
   readonly #executions = new Map<string, ExecutionRows>();
-  /** Row id → execution, so `update(id)` finds its row without knowing the execution. */
-  readonly #owner = new Map<string, ExecutionRows>();
+  /** Every row by id, so `update(id)` finds its row without knowing the execution. */
+  readonly #rows = new Map<string, MutableRow>();
   readonly #counters: LineageCounters = { written: 0, retriedWrites: 0, lost: 0, queued: 0 };
   #closed = false;
 
   record(row: LineageRow): void {
     this.#open();
-    checkRow(row);
+    this.#check(row);
     this.#put(row);
   }
 
@@ -56,8 +67,8 @@ export class MemoryLineageStore implements LineageProtocol {
     assertUuid(id, "lineage row id");
     if (!LINEAGE_STATUSES.has(update.status))
       invalid(`lineage status ${JSON.stringify(update.status)} is unknown`);
-    const owner = this.#owner.get(id);
-    const row = owner?.rows.get(id);
+    const row = this.#rows.get(id);
+    const owner = row === undefined ? undefined : this.#executions.get(row.executionId);
     // Like an UPDATE matching no row: nothing to change (the database stores behave the same).
     if (owner === undefined || row === undefined) return;
     const wasOpen = OPEN.has(row.status);
@@ -72,7 +83,7 @@ export class MemoryLineageStore implements LineageProtocol {
 
   async registerPending(rows: readonly LineageRow[]): Promise<void> {
     this.#open();
-    for (const row of rows) checkRow(row);
+    for (const row of rows) this.#check(row);
     for (const row of rows) this.#put(row);
   }
 
@@ -128,9 +139,9 @@ export class MemoryLineageStore implements LineageProtocol {
   async tree(executionId: string, messageId: string): Promise<readonly LineageRow[]> {
     assertUuid(executionId, "execution id");
     checkMessageId(messageId);
-    const rows = this.#executions.get(executionId)?.rows;
-    if (rows === undefined) return [];
-    const all = [...rows.values()];
+    if (!this.#executions.has(executionId)) return [];
+    const all = this.#all(executionId);
+    const rows = new Map(all.map((r) => [r.id, r]));
     const byMessage = new Map<string, MutableRow[]>();
     const byParent = new Map<string, MutableRow[]>();
     for (const r of all) {
@@ -208,7 +219,8 @@ export class MemoryLineageStore implements LineageProtocol {
     for (const id of executionIds) {
       const execution = this.#executions.get(id);
       if (execution === undefined) continue;
-      for (const rowId of execution.rows.keys()) this.#owner.delete(rowId);
+      for (const rowId of execution.ids)
+        if (this.#rows.get(rowId)?.executionId === id) this.#rows.delete(rowId);
       this.#executions.delete(id);
     }
   }
@@ -224,27 +236,47 @@ export class MemoryLineageStore implements LineageProtocol {
   }
 
   #all(executionId: string): MutableRow[] {
-    const rows = this.#executions.get(executionId)?.rows;
-    return rows === undefined ? [] : [...rows.values()];
+    const execution = this.#executions.get(executionId);
+    if (execution === undefined) return [];
+    const out: MutableRow[] = [];
+    const seen = new Set<string>();
+    for (const id of execution.ids) {
+      const row = this.#rows.get(id);
+      // Skips a row id rewritten under another execution (an upsert moves it, as in the database)
+      // and the second entry of one that came back.
+      if (row === undefined || row.executionId !== executionId || seen.has(id)) continue;
+      seen.add(id);
+      out.push(row);
+    }
+    return out;
+  }
+
+  /** `checkRow`, except that an execution id this store already holds was checked before. */
+  #check(row: LineageRow): void {
+    if (this.#executions.has(row.executionId)) checkRowOfKnownExecution(row);
+    else checkRow(row);
   }
 
   /** Insert, or the database stores' upsert: a stored row is only replaced by one at least as far along. */
   #put(row: LineageRow): void {
     let execution = this.#executions.get(row.executionId);
     if (execution === undefined) {
-      execution = { rows: new Map(), open: 0 };
+      execution = { ids: [], open: 0 };
       this.#executions.set(row.executionId, execution);
     }
-    const stored = execution.rows.get(row.id);
-    if (stored !== undefined) {
+    const stored = this.#rows.get(row.id);
+    if (stored === undefined) {
+      execution.ids.push(row.id);
+    } else {
       const newer =
         row.attempt > stored.attempt ||
         (row.attempt === stored.attempt && RANK[row.status] >= RANK[stored.status]);
       if (!newer) return;
-      if (OPEN.has(stored.status)) execution.open--;
+      const previous = this.#executions.get(stored.executionId);
+      if (previous !== undefined && OPEN.has(stored.status)) previous.open--;
+      if (previous !== execution) execution.ids.push(row.id);
     }
-    execution.rows.set(row.id, { ...row });
-    this.#owner.set(row.id, execution);
+    this.#rows.set(row.id, { ...row });
     if (OPEN.has(row.status)) execution.open++;
     this.#counters.written++;
   }

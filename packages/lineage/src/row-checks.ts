@@ -15,8 +15,13 @@ export const LINEAGE_STATUSES: ReadonlySet<string> = new Set([
 
 /** Rejects a row no store could hold (malformed ids, unknown kind or status). */
 export function checkRow(row: LineageRow): void {
-  assertUuid(row.id, "lineage row id");
   assertUuid(row.executionId, "execution id");
+  checkRowOfKnownExecution(row);
+}
+
+/** {@link checkRow} without the execution id, for a caller that has checked it already. */
+export function checkRowOfKnownExecution(row: LineageRow): void {
+  assertUuid(row.id, "lineage row id");
   if (row.parentId !== undefined) assertUuid(row.parentId, "lineage parent id");
   if (!LINEAGE_KINDS.has(row.kind))
     invalid(`lineage kind ${JSON.stringify(row.kind)} is unknown (message | adapter)`);
