@@ -1,4 +1,6 @@
 export { emptyDurabilityCounters } from "./counters.js";
+export type { Expiring } from "./deadline-sweep.js";
+export { DeadlineSweep, HandlerRun } from "./deadline-sweep.js";
 export type { EnvelopeFallbacks } from "./envelope-headers.js";
 export { compactHeaders, envelopeFromHeaders } from "./envelope-headers.js";
 export type { DeadLetterOrigin } from "./failure-headers.js";

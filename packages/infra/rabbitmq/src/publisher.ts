@@ -1,9 +1,9 @@
 import { backoffDelayMs, type Logger, ProviderError } from "@factflow/protocols";
+import { DeadlineSweep, type Expiring } from "@factflow/provider-kit";
 import type { ConfirmChannel, Message } from "amqplib";
 import { amqpReplyCode, classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager, LiveConnection } from "./connection-manager.js";
-import { DeadlineSweep, type Expiring } from "./deadline-sweep.js";
 import { type EncodedMessage, publishOptions } from "./envelope-codec.js";
 import { settleWithin } from "./settle-within.js";
 

@@ -1,18 +1,22 @@
-import {
-  type Delivery,
-  type DurabilityCounters,
-  HandlerTimeoutError,
-  type Logger,
-  type MessageHandler,
-  type RetryPolicy,
-  type Subscription,
+import type {
+  Delivery,
+  DurabilityCounters,
+  Logger,
+  MessageHandler,
+  RetryPolicy,
+  Subscription,
 } from "@factflow/protocols";
-import { decideSettlement, runHandler, type SettlementVerdict } from "@factflow/provider-kit";
+import {
+  DeadlineSweep,
+  decideSettlement,
+  HandlerRun,
+  runHandler,
+  type SettlementVerdict,
+} from "@factflow/provider-kit";
 import type { Channel, ConsumeMessage } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager, LiveConnection } from "./connection-manager.js";
-import { DeadlineSweep, type Expiring } from "./deadline-sweep.js";
 import { decodeMessage } from "./envelope-codec.js";
 import { type FailureRoute, publishDeadLetter, publishRetry } from "./failure-router.js";
 import { handBackAndClose } from "./hand-back.js";
@@ -36,18 +40,6 @@ interface Attachment {
 interface Pending {
   readonly message: ConsumeMessage;
   readonly attachment: Attachment;
-}
-
-/** A handler in progress: its abort signal, aborted when `deadline` (its timeout) passes. */
-class RunningHandler implements Expiring {
-  readonly controller = new AbortController();
-  readonly deadline: number;
-  constructor(private readonly timeoutMs: number) {
-    this.deadline = Date.now() + timeoutMs;
-  }
-  expire(): void {
-    this.controller.abort(new HandlerTimeoutError(this.timeoutMs));
-  }
 }
 
 /** What a subscription needs from its provider. */
@@ -88,7 +80,7 @@ export class RabbitSubscription implements Subscription {
   private running = 0;
   private stopped = false;
   /** Running handlers, whose timeouts share one timer. */
-  private readonly handlers = new DeadlineSweep<RunningHandler>();
+  private readonly handlers = new DeadlineSweep<HandlerRun>();
   private readonly settling = new Set<Promise<void>>();
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -211,7 +203,7 @@ export class RabbitSubscription implements Subscription {
       redelivered: message.fields.redelivered,
     };
     // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
-    const run = new RunningHandler(this.settings.handlerTimeoutMs);
+    const run = new HandlerRun(this.settings.handlerTimeoutMs);
     this.handlers.add(run);
     const outcome = await runHandler(this.settings.handler, delivery, run.controller);
     this.handlers.delete(run);

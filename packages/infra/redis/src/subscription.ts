@@ -3,7 +3,6 @@ import {
   type Delivery,
   type DurabilityCounters,
   errorText,
-  HandlerTimeoutError,
   type Logger,
   type MessageHandler,
   ProviderError,
@@ -12,8 +11,10 @@ import {
 } from "@factflow/protocols";
 import {
   type DeadLetterOrigin,
+  DeadlineSweep,
   deadLetterHeaders,
   decideSettlement,
+  HandlerRun,
   retryHeaders,
   runHandler,
   type SettlementVerdict,
@@ -25,7 +26,6 @@ import { decodeEntry, type RawEntry, rawEntry } from "./codec.js";
 import type { RedisConfig } from "./config.js";
 import { corkUntilNextTurn } from "./connections.js";
 import type { DelayedPump } from "./delayed-pump.js";
-import { type Deadline, HandlerDeadlines } from "./handler-deadlines.js";
 import { escapeSubscription, GROUP, type LaneKeys } from "./naming.js";
 import { JOIN, LEAVE, REAP, runScript, SETTLE, SETTLE_ACKS, TOUCH } from "./scripts.js";
 import { settleWithin, sleep } from "./timing.js";
@@ -88,7 +88,7 @@ export class RedisSubscription implements Subscription {
   private stopping: Promise<void> | undefined;
   private reader: Redis | undefined;
   private loopDone: Promise<void> = Promise.resolve();
-  private readonly handlerDeadlines = new HandlerDeadlines();
+  private readonly handlerDeadlines = new DeadlineSweep<HandlerRun>();
   private readonly active = new Set<Promise<void>>();
   private slotWaiter: (() => void) | undefined;
   /** True once the window was full: the next read waits for `refillAt` free slots. */
@@ -264,12 +264,7 @@ export class RedisSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: item.redelivered,
     };
-    const timeoutMs = this.settings.handlerTimeoutMs;
-    const run: Deadline = {
-      deadline: Date.now() + timeoutMs,
-      controller: new AbortController(),
-      reason: () => new HandlerTimeoutError(timeoutMs),
-    };
+    const run = new HandlerRun(this.settings.handlerTimeoutMs);
     this.handlerDeadlines.add(run);
     const outcome = await runHandler(this.settings.handler, delivery, run.controller);
     this.handlerDeadlines.delete(run);
@@ -431,7 +426,10 @@ export class RedisSubscription implements Subscription {
     const waiter = this.slotWaiter;
     this.slotWaiter = undefined;
     waiter?.();
-    this.handlerDeadlines.abortAll(new Error("subscription closed"));
+    for (const run of [...this.handlerDeadlines.values()]) {
+      this.handlerDeadlines.delete(run);
+      run.controller.abort(new Error("subscription closed"));
+    }
     const waiting = this.backlog.splice(0);
     const handBacks = waiting.map((item) => this.handBack(item));
     await settleWithin(

@@ -1,3 +1,5 @@
+import { HandlerTimeoutError } from "@factflow/protocols";
+
 /** Something that must give up at `deadline` (epoch ms) unless removed from its sweep first. */
 export interface Expiring {
   readonly deadline: number;
@@ -55,5 +57,24 @@ export class DeadlineSweep<T extends Expiring> {
     }
     // `expire` may have added entries (and armed the timer for them) while this loop ran.
     if (next < this.armedFor) this.arm(next);
+  }
+}
+
+/**
+ * A handler in progress, for a {@link DeadlineSweep}: its abort signal is aborted with a
+ * `HandlerTimeoutError` when its timeout passes before it is removed from the sweep.
+ */
+export class HandlerRun implements Expiring {
+  readonly controller = new AbortController();
+  readonly deadline: number;
+  readonly #timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    this.#timeoutMs = timeoutMs;
+    this.deadline = Date.now() + timeoutMs;
+  }
+
+  expire(): void {
+    this.controller.abort(new HandlerTimeoutError(this.#timeoutMs));
   }
 }
