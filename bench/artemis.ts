@@ -16,14 +16,13 @@
  */
 import { randomUUID } from "node:crypto";
 import { createArtemisProvider } from "@factflow/infra-artemis";
-import type { HandlerResult } from "@factflow/protocols";
 import { Client, type IMessage } from "@stomp/stompjs";
 import { TCPWrapper } from "@stomp/tcp-wrapper";
 import { createEngineRelayMode, type SelfTimedMode } from "./_engine-relay.js";
+import { providerRelayMode, SENT_HEADER } from "./_provider-relay.js";
 import { type RelayMode, runRelayBench } from "./_relay-harness.js";
 
 const URL_DEFAULT = process.env.ARTEMIS_STOMP_URL ?? "stomp://127.0.0.1:61613";
-const SENT_HEADER = "x-bench-sent";
 /** Deliveries each hop may hold unsettled, and handlers each hop runs at once (same for every mode). */
 const PREFETCH = 50;
 /** The provider's consumer window for PREFETCH (prefetch × prefetchBytesPerMessage); the raw mode uses the same. */
@@ -114,44 +113,11 @@ const rawStompMode: RelayMode = {
   },
 };
 
-/** The relay through Factflow's provider: each hop is a subscription whose handler publishes onward. */
-const providerMode: RelayMode = {
-  name: "provider",
-  async start(url, queues, sink) {
-    const provider = createArtemisProvider({ url });
-    await provider.connect();
-    const destinations = queues.map((q) => `/queue/${q}`);
-    for (let i = 0; i < destinations.length; i++) {
-      const next = destinations[i + 1];
-      await provider.subscribe(
-        destinations[i] as string,
-        async (delivery): Promise<HandlerResult> => {
-          sink.hop(Date.now() - Number(delivery.message.headers[SENT_HEADER]));
-          if (next === undefined) {
-            sink.arrived();
-            return "ACKNOWLEDGED";
-          }
-          await provider.publish(next, {
-            body: delivery.message.body,
-            headers: { [SENT_HEADER]: String(Date.now()) },
-          });
-          return "ACKNOWLEDGED";
-        },
-        { subscription: `hop-${i}`, prefetch: PREFETCH, concurrency: PREFETCH },
-      );
-    }
-    return {
-      inject: (index) =>
-        provider
-          .publish(destinations[0] as string, {
-            body: { index },
-            headers: { [SENT_HEADER]: String(Date.now()) },
-          })
-          .then(() => {}),
-      close: () => provider.close(),
-    };
-  },
-};
+/** The relay through Factflow's provider. */
+const providerMode: RelayMode = providerRelayMode(
+  { create: (url) => createArtemisProvider({ url }) },
+  PREFETCH,
+);
 
 /** Destroys `/queue/...` destinations (and their dead letters) on a fresh connection. */
 async function destroyDestinations(url: string, destinations: readonly string[]): Promise<void> {

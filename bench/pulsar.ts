@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { createPulsarProvider, resolveDestination } from "@factflow/infra-pulsar";
-import type { HandlerResult } from "@factflow/protocols";
 import WebSocket from "ws";
 import { createEngineRelayMode, type SelfTimedMode } from "./_engine-relay.js";
+import { providerRelayMode, SENT_HEADER } from "./_provider-relay.js";
 import { type RelayMode, runRelayBench } from "./_relay-harness.js";
 
 /** `PULSAR_URL`, else what `scripts/services/pulsar.sh` recorded, else the standalone default. */
@@ -17,7 +17,6 @@ function pulsarUrl(): string {
 
 const URL_DEFAULT = pulsarUrl();
 const NAMESPACE = "public/default";
-const SENT = "x-bench-sent";
 /** Deliveries each hop may hold unsettled, and handlers each hop runs at once (same for every mode). */
 const PREFETCH = 50;
 
@@ -92,7 +91,7 @@ export const rawWsMode: RelayMode = {
           payload: string;
           properties: Record<string, string>;
         };
-        sink.hop(Date.now() - Number(message.properties[SENT]));
+        sink.hop(Date.now() - Number(message.properties[SENT_HEADER]));
         const ack = () => consumer.send(JSON.stringify({ messageId: message.messageId }));
         if (next === undefined) {
           sink.arrived();
@@ -100,7 +99,7 @@ export const rawWsMode: RelayMode = {
           return;
         }
         next
-          .send(message.payload, { [SENT]: String(Date.now()) })
+          .send(message.payload, { [SENT_HEADER]: String(Date.now()) })
           .then(ack, () =>
             consumer.send(JSON.stringify({ type: "negativeAcknowledge", messageId: message.messageId })),
           );
@@ -109,7 +108,9 @@ export const rawWsMode: RelayMode = {
     const first = producers[0]!;
     return {
       inject: (index) =>
-        first.send(Buffer.from(JSON.stringify({ index })).toString("base64"), { [SENT]: String(Date.now()) }),
+        first.send(Buffer.from(JSON.stringify({ index })).toString("base64"), {
+          [SENT_HEADER]: String(Date.now()),
+        }),
       async close() {
         for (const s of sockets) s.close();
         await deleteTopics(url, queues);
@@ -124,44 +125,14 @@ async function deleteProviderTopics(url: string, queues: readonly string[]): Pro
   await deleteTopics(url, [...topics, ...topics.map((t) => `${t}-dlq`)]);
 }
 
-/** The relay through Factflow's provider: each hop is a subscription whose handler publishes onward. */
-export const providerMode: RelayMode = {
-  name: "provider",
-  async start(url, queues, sink) {
-    const provider = createPulsarProvider({ url });
-    await provider.connect();
-    const destinations = queues.map((q) => `/queue/${q}`);
-    for (let i = 0; i < destinations.length; i++) {
-      const next = destinations[i + 1];
-      await provider.subscribe(
-        destinations[i]!,
-        async (delivery): Promise<HandlerResult> => {
-          sink.hop(Date.now() - Number(delivery.message.headers[SENT]));
-          if (next === undefined) {
-            sink.arrived();
-            return "ACKNOWLEDGED";
-          }
-          await provider.publish(next, {
-            body: delivery.message.body,
-            headers: { [SENT]: String(Date.now()) },
-          });
-          return "ACKNOWLEDGED";
-        },
-        { subscription: `hop-${i}`, prefetch: PREFETCH, concurrency: PREFETCH },
-      );
-    }
-    return {
-      inject: (index) =>
-        provider
-          .publish(destinations[0]!, { body: { index }, headers: { [SENT]: String(Date.now()) } })
-          .then(() => {}),
-      async close() {
-        await provider.close();
-        await deleteProviderTopics(url, queues);
-      },
-    };
+/** The relay through Factflow's provider. */
+export const providerMode: RelayMode = providerRelayMode(
+  {
+    create: (url) => createPulsarProvider({ url }),
+    cleanup: (url, _provider, queues) => deleteProviderTopics(url, queues),
   },
-};
+  PREFETCH,
+);
 
 /** The relay as a Factflow pipeline through the engine over the provider, lineage on PostgreSQL. */
 function engineMode(url: string, strictLineage = true): SelfTimedMode {

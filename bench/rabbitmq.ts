@@ -1,11 +1,10 @@
 import { createRabbitMqProvider, type RabbitMqProvider } from "@factflow/infra-rabbitmq";
-import type { HandlerResult } from "@factflow/protocols";
 import amqp, { type ConfirmChannel, type ConsumeMessage } from "amqplib";
 import { createEngineRelayMode, type SelfTimedMode } from "./_engine-relay.js";
+import { providerRelayMode, SENT_HEADER } from "./_provider-relay.js";
 import { type RelayMode, runRelayBench } from "./_relay-harness.js";
 
 const URL_DEFAULT = process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672";
-const SENT_HEADER = "x-bench-sent";
 /** Deliveries each hop may hold unsettled, and handlers each hop runs at once (same for every mode). */
 const PREFETCH = 50;
 
@@ -64,44 +63,14 @@ export const rawAmqplibMode: RelayMode = {
   },
 };
 
-/** The relay through Factflow's provider: each hop is a subscription whose handler publishes onward. */
-export const providerMode: RelayMode = {
-  name: "provider",
-  async start(url, queues, sink) {
-    const provider = createRabbitMqProvider({ url });
-    await provider.connect();
-    const destinations = queues.map((q) => `/queue/${q}`);
-    for (let i = 0; i < destinations.length; i++) {
-      const next = destinations[i + 1];
-      await provider.subscribe(
-        destinations[i]!,
-        async (delivery): Promise<HandlerResult> => {
-          sink.hop(Date.now() - Number(delivery.message.headers[SENT_HEADER]));
-          if (next === undefined) {
-            sink.arrived();
-            return "ACKNOWLEDGED";
-          }
-          await provider.publish(next, {
-            body: delivery.message.body,
-            headers: { [SENT_HEADER]: String(Date.now()) },
-          });
-          return "ACKNOWLEDGED";
-        },
-        { subscription: `hop-${i}`, prefetch: PREFETCH, concurrency: PREFETCH },
-      );
-    }
-    return {
-      inject: (index) =>
-        provider
-          .publish(destinations[0]!, { body: { index }, headers: { [SENT_HEADER]: String(Date.now()) } })
-          .then(() => {}),
-      async close() {
-        await provider.close();
-        await deleteDeclaredQueues(url, provider);
-      },
-    };
+/** The relay through Factflow's provider. */
+export const providerMode: RelayMode = providerRelayMode(
+  {
+    create: (url) => createRabbitMqProvider({ url }),
+    cleanup: (url, provider) => deleteDeclaredQueues(url, provider),
   },
-};
+  PREFETCH,
+);
 
 /** Deletes the queues a (closed) provider declared, on a fresh connection. */
 async function deleteDeclaredQueues(url: string, provider: RabbitMqProvider): Promise<void> {

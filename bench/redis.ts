@@ -13,14 +13,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { createRedisProvider } from "@factflow/infra-redis";
-import type { HandlerResult } from "@factflow/protocols";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { createEngineRelayMode, type SelfTimedMode } from "./_engine-relay.js";
+import { providerRelayMode } from "./_provider-relay.js";
 import { type RelayMode, runRelayBench } from "./_relay-harness.js";
 
 const URL_DEFAULT = process.env.FACTFLOW_REDIS_URL ?? "redis://127.0.0.1:6379";
-const SENT_HEADER = "x-bench-sent";
 /** Deliveries each hop may hold unsettled, and handlers each hop runs at once (same for every mode). */
 const PREFETCH = 50;
 const GROUP = "bench";
@@ -104,48 +103,14 @@ export const rawIoredisMode: RelayMode = {
   },
 };
 
-/** The relay through Factflow's provider: each hop is a subscription whose handler publishes onward. */
-export const providerMode: RelayMode = {
-  name: "provider",
-  async start(url, queues, sink) {
-    const keyPrefix = benchPrefix("provider");
-    const provider = createRedisProvider({ url, keyPrefix });
-    await provider.connect();
-    const destinations = queues.map((q) => `/queue/${q}`);
-    for (let i = 0; i < destinations.length; i++) {
-      const next = destinations[i + 1];
-      await provider.subscribe(
-        destinations[i] as string,
-        async (delivery): Promise<HandlerResult> => {
-          sink.hop(Date.now() - Number(delivery.message.headers[SENT_HEADER]));
-          if (next === undefined) {
-            sink.arrived();
-            return "ACKNOWLEDGED";
-          }
-          await provider.publish(next, {
-            body: delivery.message.body,
-            headers: { [SENT_HEADER]: String(Date.now()) },
-          });
-          return "ACKNOWLEDGED";
-        },
-        { subscription: `hop-${i}`, prefetch: PREFETCH, concurrency: PREFETCH },
-      );
-    }
-    return {
-      inject: (index) =>
-        provider
-          .publish(destinations[0] as string, {
-            body: { index },
-            headers: { [SENT_HEADER]: String(Date.now()) },
-          })
-          .then(() => {}),
-      async close() {
-        await provider.close();
-        await deletePrefix(url, keyPrefix);
-      },
-    };
+/** The relay through Factflow's provider, under a key prefix of its own. */
+export const providerMode: RelayMode = providerRelayMode(
+  {
+    create: (url) => createRedisProvider({ url, keyPrefix: benchPrefix("provider") }),
+    cleanup: (url, provider) => deletePrefix(url, provider.config.keyPrefix),
   },
-};
+  PREFETCH,
+);
 
 /** The relay as BullMQ jobs: a worker per hop whose processor adds the job to the next queue. */
 export const bullmqMode: RelayMode = {
