@@ -80,34 +80,44 @@ export interface EngineRelayOptions {
   readonly strictLineage?: boolean;
 }
 
-function relayConfig(prefetch: number): string {
-  const inbound = (queue: string) => `{ queue: ${queue}, concurrency: ${prefetch}, prefetch: ${prefetch} }`;
-  // max_handlers caps all routes of an execution together: give each hop the same room as the raw relay.
+/** The relay pipeline as YAML, for `loadPipelineConfig`. */
+export interface RelayPipelineOptions {
+  readonly name: string;
+  /** Concurrency and prefetch of every hop. */
+  readonly perHop: number;
+  /** `settings.max_handlers`: all routes of the execution together. */
+  readonly maxHandlers: number;
+  /** End in a `sink` route after `hop3` (the broker benches), or at `hop3` (the peer bench). */
+  readonly sink: boolean;
+}
+
+/**
+ * `seed` splits the input's `items` into `hop1.in`, then `hop1 → hop2 → hop3` (passthrough), and
+ * optionally `sink`.
+ */
+export function relayPipelineYaml(options: RelayPipelineOptions): string {
+  const { perHop } = options;
+  const inbound = (queue: string) => `{ queue: ${queue}, concurrency: ${perHop}, prefetch: ${perHop} }`;
+  const hop = (name: string, next: string | undefined) =>
+    `  ${name}:
+    inbound: ${inbound(`${name}.in`)}
+    adapters: [{ type: passthrough }]
+${next === undefined ? "" : `    outbound: [${next}.in]\n`}`;
   return `
-name: bench-relay
+name: ${options.name}
 init: { route: seed }
-settings: { max_handlers: ${prefetch * 5} }
+settings: { max_handlers: ${options.maxHandlers} }
 routes:
   seed:
     inbound: { queue: seed.in }
     adapters: [{ type: split, config: { field: items } }]
     outbound: [hop1.in]
-  hop1:
-    inbound: ${inbound("hop1.in")}
-    adapters: [{ type: passthrough }]
-    outbound: [hop2.in]
-  hop2:
-    inbound: ${inbound("hop2.in")}
-    adapters: [{ type: passthrough }]
-    outbound: [hop3.in]
-  hop3:
-    inbound: ${inbound("hop3.in")}
-    adapters: [{ type: passthrough }]
-    outbound: [sink.in]
-  sink:
-    inbound: ${inbound("sink.in")}
-    adapters: [{ type: passthrough }]
-`;
+${hop("hop1", "hop2")}${hop("hop2", "hop3")}${hop("hop3", options.sink ? "sink" : undefined)}${options.sink ? hop("sink", undefined) : ""}`;
+}
+
+function relayConfig(prefetch: number): string {
+  // max_handlers caps all routes of an execution together: give each hop the same room as the raw relay.
+  return relayPipelineYaml({ name: "bench-relay", perHop: prefetch, maxHandlers: prefetch * 5, sink: true });
 }
 
 interface Probe {

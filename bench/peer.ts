@@ -32,6 +32,7 @@ import { createEmbeddedProvider } from "@factflow/infra-embedded";
 import { type LineageDatabase, openLineageDatabase } from "@factflow/lineage";
 import type { ArtefactSidecar, StorageProtocol } from "@factflow/protocols";
 import { type ConnectionOptions, Queue, Worker } from "bullmq";
+import { relayPipelineYaml } from "./_engine-relay.js";
 import { createScratchDatabase, type ScratchDatabase } from "./_scratch-database.js";
 
 const CONCURRENCY = 16;
@@ -152,29 +153,12 @@ async function bullmqRound(n: number): Promise<Round> {
 }
 
 function relayConfig(): string {
-  const inbound = (queue: string) =>
-    `{ queue: ${queue}, concurrency: ${CONCURRENCY}, prefetch: ${CONCURRENCY} }`;
-  return `
-name: bench-peer
-init: { route: seed }
-settings: { max_handlers: ${CONCURRENCY * 4} }
-routes:
-  seed:
-    inbound: { queue: seed.in }
-    adapters: [{ type: split, config: { field: items } }]
-    outbound: [hop1.in]
-  hop1:
-    inbound: ${inbound("hop1.in")}
-    adapters: [{ type: passthrough }]
-    outbound: [hop2.in]
-  hop2:
-    inbound: ${inbound("hop2.in")}
-    adapters: [{ type: passthrough }]
-    outbound: [hop3.in]
-  hop3:
-    inbound: ${inbound("hop3.in")}
-    adapters: [{ type: passthrough }]
-`;
+  return relayPipelineYaml({
+    name: "bench-peer",
+    perHop: CONCURRENCY,
+    maxHandlers: CONCURRENCY * 4,
+    sink: false,
+  });
 }
 
 /** The lineage databases of the run: opened on first use, closed (and removed) at the end. */
