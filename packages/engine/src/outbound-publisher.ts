@@ -1,6 +1,7 @@
 import {
   Headers,
   type JsonValue,
+  type LineageProtocol,
   type LineageRow,
   type MessageEnvelope,
   type OutboundMessage,
@@ -129,14 +130,7 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
       // One message per outbound queue: queued ahead of every later change of the parent's rows,
       // so this process's gate sees it; the backlog is bounded to keep completion prompt.
       for (const row of rows) runtime.lineage.record(row);
-      const lineage = runtime.lineage;
-      // Wait for room, not for a full flush: the next writes then queue while a batch commits.
-      const room =
-        lineage.roomFor === undefined
-          ? lineage.counters().queued > runtime.maxLineageBacklog
-            ? lineage.flush()
-            : undefined
-          : lineage.roomFor(runtime.maxLineageBacklog);
+      const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
       if (room !== undefined) await room;
     }
     let failure: unknown;
@@ -209,4 +203,14 @@ async function publishTarget(
     runtime.lineage.update(id, { status: "failed", error: errorInfoOf(error), finishedAt: nowIso() });
     throw error;
   }
+}
+
+/**
+ * `undefined` while the lineage backlog is within `limit`; otherwise what to wait for: room (the
+ * batch being committed to land, so the next writes queue while it commits), or a full flush from a
+ * store without `roomFor`.
+ */
+function lineageRoom(lineage: LineageProtocol, limit: number): Promise<void> | undefined {
+  if (lineage.roomFor !== undefined) return lineage.roomFor(limit);
+  return lineage.counters().queued > limit ? lineage.flush() : undefined;
 }

@@ -33,6 +33,16 @@ export class DeadlineSweep<T extends Expiring> {
     }
   }
 
+  /**
+   * Removes every entry (a stop: none of them will expire) and returns them, in insertion order, e.g.
+   * to abort the handlers still running.
+   */
+  clear(): T[] {
+    const all = [...this.entries];
+    for (const entry of all) this.delete(entry);
+    return all;
+  }
+
   /** Entries not yet settled nor expired, in insertion order. */
   values(): IterableIterator<T> {
     return this.entries.values();

@@ -47,6 +47,18 @@ describe("DeadlineSweep", () => {
     expect([...sweep.values()]).toEqual([]);
   });
 
+  it("clear removes every entry so none expires, and returns them for a stop to abort", async () => {
+    const sweep = new DeadlineSweep<HandlerRun>();
+    const runs = [new HandlerRun(15), new HandlerRun(20)];
+    for (const run of runs) sweep.add(run);
+    expect(sweep.clear()).toEqual(runs);
+    expect([...sweep.values()]).toEqual([]);
+    const later = new HandlerRun(15);
+    sweep.add(later); // the sweep still works after a clear
+    await until(() => later.controller.signal.aborted);
+    for (const run of runs) expect(run.controller.signal.aborted).toBe(false);
+  });
+
   it("HandlerRun aborts its signal with a HandlerTimeoutError when its timeout passes", async () => {
     const sweep = new DeadlineSweep<HandlerRun>();
     const run = new HandlerRun(15);

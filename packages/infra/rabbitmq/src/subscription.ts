@@ -323,7 +323,7 @@ export class RabbitSubscription implements Subscription {
     if (!connectionClosing && open && attachment.consumerTag !== undefined) {
       await settleWithin(attachment.channel.cancel(attachment.consumerTag), SHUTDOWN_STEP_MS);
     }
-    for (const run of this.handlers.values()) run.controller.abort(new Error("subscription closed"));
+    for (const run of this.handlers.clear()) run.controller.abort(new Error("subscription closed"));
     // Copies being confirmed get a moment to finish, so their originals are acked rather than
     // redelivered as duplicates; a stalled broker cannot hold the shutdown hostage.
     await settleWithin(Promise.allSettled([...this.settling]), SHUTDOWN_STEP_MS);

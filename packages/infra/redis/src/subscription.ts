@@ -426,10 +426,7 @@ export class RedisSubscription implements Subscription {
     const waiter = this.slotWaiter;
     this.slotWaiter = undefined;
     waiter?.();
-    for (const run of [...this.handlerDeadlines.values()]) {
-      this.handlerDeadlines.delete(run);
-      run.controller.abort(new Error("subscription closed"));
-    }
+    for (const run of this.handlerDeadlines.clear()) run.controller.abort(new Error("subscription closed"));
     const waiting = this.backlog.splice(0);
     const handBacks = waiting.map((item) => this.handBack(item));
     await settleWithin(
