@@ -64,7 +64,62 @@ interface Target {
  * before any of them is published, so a completion check can never run between the parent's ack
  * and its children's publish. Returns how many messages were published; throws the first failure.
  */
-export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> {
+export function publishOutputs(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> {
+  const queue = batch.outbound[0];
+  if (
+    queue !== undefined &&
+    batch.outbound.length === 1 &&
+    batch.data !== null &&
+    batch.emitted.length === 0 &&
+    !runtime.strictLineage
+  )
+    return publishOne(runtime, batch, queue, batch.data);
+  return publishAll(runtime, batch);
+}
+
+/**
+ * The common relay: the chain's data to the route's one outbound queue, nothing emitted. The same
+ * steps as {@link publishAll} for one target, without its lists and worker pool.
+ */
+async function publishOne(
+  runtime: ExecutionRuntime,
+  batch: OutboundBatch,
+  queue: string,
+  body: JsonValue,
+): Promise<number> {
+  const messageId = childMessageId(parentKeyOf(batch), batch.route, queue, 0);
+  const ledger = runtime.deliveries;
+  if (ledger.isSettled(messageId) || ledger.isRunning(messageId)) return 0;
+  const row = messageRow({
+    executionId: runtime.executionId,
+    route: runtime.routeForQueue(queue) ?? queue,
+    messageId,
+    correlationId: batch.envelope.correlationId,
+    payload: body,
+    parentId: batch.lastRowId,
+  });
+  batch.watermark.add(1);
+  try {
+    runtime.lineage.record(row);
+    const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
+    if (room !== undefined) await room;
+    const reseeded = batch.redelivered === true || isReseeded(batch.envelope);
+    await publishTarget(runtime, batch, { queue, body, parentId: batch.lastRowId }, messageId, reseeded);
+    return 1;
+  } finally {
+    batch.watermark.done(1);
+  }
+}
+
+/** Same parent (or the same batch members) → same key → the same child ids on a re-run. */
+function parentKeyOf(batch: OutboundBatch): string {
+  return batch.batchMembers === undefined || batch.batchMembers.length === 0
+    ? batch.envelope.id
+    : [batch.envelope.id, ...batch.batchMembers].sort().join("+");
+}
+
+/** Every target of a chain: fan-out, several outbound queues, or strict lineage. */
+async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> {
   const { outbound } = batch;
   let targets: Target[] = [];
   if (batch.data !== null)
@@ -91,10 +146,7 @@ export async function publishOutputs(runtime: ExecutionRuntime, batch: OutboundB
   const ledger = runtime.deliveries;
   const rows: LineageRow[] = [];
   const sends: Target[] = [];
-  const parentKey =
-    batch.batchMembers === undefined || batch.batchMembers.length === 0
-      ? batch.envelope.id
-      : [batch.envelope.id, ...batch.batchMembers].sort().join("+");
+  const parentKey = parentKeyOf(batch);
   for (let index = 0; index < targets.length; index++) {
     const t = targets[index] as Target;
     // A large fan-out is prepared in slices, so timers and other deliveries still run meanwhile.

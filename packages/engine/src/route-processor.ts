@@ -21,7 +21,7 @@ import {
   runChain,
 } from "./adapter-chain.js";
 import { DeliverySignal } from "./delivery-signal.js";
-import { admitDelivery } from "./duplicate-admission.js";
+import { type Admission, admitDelivery } from "./duplicate-admission.js";
 import { FatalAdapterError } from "./errors.js";
 import { nowIso } from "./ids.js";
 import { errorInfoOf } from "./lineage-rows.js";
@@ -271,9 +271,17 @@ export class RouteProcessor {
   }
 
   /** Runs one delivery, inside a delivery span when the engine traces. */
-  async #handle(delivery: Delivery, providerSignal: AbortSignal): Promise<HandlerResult> {
+  #handle(delivery: Delivery, providerSignal: AbortSignal): Promise<HandlerResult> | HandlerResult {
     const tracer = this.#options.tracer;
     if (tracer === undefined) return this.#admit(delivery, providerSignal, undefined);
+    return this.#handleTraced(tracer, delivery, providerSignal);
+  }
+
+  async #handleTraced(
+    tracer: Tracer,
+    delivery: Delivery,
+    providerSignal: AbortSignal,
+  ): Promise<HandlerResult> {
     const span = startDeliverySpan(tracer, this.#runtime.executionId, this.name, delivery);
     const trace = new ChainTrace(tracer, span);
     let result: HandlerResult;
@@ -287,46 +295,74 @@ export class RouteProcessor {
     return result;
   }
 
-  /** Acknowledges a duplicate of a settled message without running the route (see admitDelivery). */
-  async #admit(
+  /**
+   * Acknowledges a duplicate of a settled message without running the route (see admitDelivery).
+   * Synchronous up to the route's own work when the ledger answers at once (the common case).
+   */
+  #admit(
+    delivery: Delivery,
+    providerSignal: AbortSignal,
+    trace: ChainTrace | undefined,
+  ): Promise<HandlerResult> | HandlerResult {
+    const admission = admitDelivery(this.#runtime, this.name, delivery, providerSignal);
+    if (typeof admission !== "string")
+      return admission.then((decided) => this.#admitted(decided, delivery, providerSignal, trace));
+    return this.#admitted(admission, delivery, providerSignal, trace);
+  }
+
+  /** The message's claim on the ledger is held from here until the delivery's handling ends. */
+  #admitted(
+    admission: Admission,
+    delivery: Delivery,
+    providerSignal: AbortSignal,
+    trace: ChainTrace | undefined,
+  ): Promise<HandlerResult> | HandlerResult {
+    if (admission === "aborted") return MessageStatus.PENDING;
+    if (admission === "duplicate") {
+      this.counters.duplicates++;
+      if (trace !== undefined) trace.note = "duplicate";
+      this.#runtime.deliveries.release(delivery.message.id);
+      return MessageStatus.ACKNOWLEDGED;
+    }
+    // #process releases the claim when it is done.
+    if (this.#options.condition === undefined) return this.#process(delivery, providerSignal, trace);
+    return this.#testCondition(this.#options.condition, delivery, providerSignal, trace);
+  }
+
+  /** The route's condition first: `false` skips the message (acknowledged, lineage `skipped`). */
+  async #testCondition(
+    condition: RouteCondition,
     delivery: Delivery,
     providerSignal: AbortSignal,
     trace: ChainTrace | undefined,
   ): Promise<HandlerResult> {
-    let admission = admitDelivery(this.#runtime, this.name, delivery, providerSignal);
-    if (typeof admission !== "string") admission = await admission;
-    if (admission === "aborted") return MessageStatus.PENDING;
+    let run: boolean;
     try {
-      if (admission === "duplicate") {
-        this.counters.duplicates++;
-        if (trace !== undefined) trace.note = "duplicate";
-        return MessageStatus.ACKNOWLEDGED;
+      run = await condition.test(
+        this.#runtime,
+        this.name,
+        delivery.message,
+        delivery.attempt,
+        providerSignal,
+      );
+    } catch (error) {
+      try {
+        if (providerSignal.aborted) return MessageStatus.PENDING;
+        return this.#settle(delivery, MessageStatus.FAILED, errorInfoOf(error, { retryable: true }));
+      } finally {
+        this.#runtime.deliveries.release(delivery.message.id);
       }
-      const condition = this.#options.condition;
-      if (condition !== undefined) {
-        let run: boolean;
-        try {
-          run = await condition.test(
-            this.#runtime,
-            this.name,
-            delivery.message,
-            delivery.attempt,
-            providerSignal,
-          );
-        } catch (error) {
-          if (providerSignal.aborted) return MessageStatus.PENDING;
-          return this.#settle(delivery, MessageStatus.FAILED, errorInfoOf(error, { retryable: true }));
-        }
-        if (!run) {
-          this.counters.skipped++;
-          if (trace !== undefined) trace.note = "skipped";
-          return recordSkipped(this.#runtime, delivery);
-        }
-      }
-      return await this.#process(delivery, providerSignal, trace);
-    } finally {
-      this.#runtime.deliveries.release(delivery.message.id);
     }
+    if (!run) {
+      try {
+        this.counters.skipped++;
+        if (trace !== undefined) trace.note = "skipped";
+        return recordSkipped(this.#runtime, delivery);
+      } finally {
+        this.#runtime.deliveries.release(delivery.message.id);
+      }
+    }
+    return this.#process(delivery, providerSignal, trace);
   }
 
   async #process(
@@ -341,12 +377,7 @@ export class RouteProcessor {
     // controller made.
     const signal = new DeliverySignal(providerSignal, runtime.signal, this.#controllers);
     const envelope = delivery.message;
-    let slots = 0;
-    const release = () => {
-      if (slots >= 2) this.#routeSlots.release();
-      if (slots >= 1) runtime.globalSlots.release();
-      slots = 0;
-    };
+    const slots = { held: 0 };
     this.counters.inFlight++;
     runtime.onActivity();
     const run: ChainRun = {
@@ -363,84 +394,119 @@ export class RouteProcessor {
     try {
       // Free slots are taken synchronously; only a wait needs the AbortSignal.
       if (!runtime.globalSlots.tryAcquire()) await runtime.globalSlots.acquire(signal.signal);
-      slots = 1;
+      slots.held = 1;
       const routeSlots = this.#routeSlots;
       if (!routeSlots.tryAcquire()) await routeSlots.acquire(signal.signal);
-      slots = 2;
+      slots.held = 2;
       if (!this.#watermark.isBelow) await this.#watermark.whenBelow(signal.signal);
       // Marked `processing` by the next sweep if still in flight then (see #unmarked).
       this.#unmarked.set(envelope.id, delivery.attempt);
-      let outcome: ChainOutcome = await runChain(runtime, run, envelope.body, 0, undefined);
-      while (outcome.kind === "held") {
-        // Parked in a batch: give the slots back so other work proceeds while the batch fills.
-        release();
-        this.counters.inFlight--;
-        this.counters.held++;
-        runtime.onMaybeIdle();
-        const parked = outcome;
-        const onAbort = () => {
-          parked.batch.remove(parked.entry);
-          parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
-        };
-        const abortSignal = signal.signal;
-        abortSignal.addEventListener("abort", onAbort, { once: true });
-        if (trace !== undefined) this.#heldTraces.set(envelope.id, contextOf(trace.delivery));
-        const fate = await parked.fate;
-        this.#heldTraces.delete(envelope.id);
-        abortSignal.removeEventListener("abort", onAbort);
-        this.counters.held--;
-        this.counters.inFlight++;
-        runtime.onActivity();
-        if (fate.kind === "settle") {
-          if (signal.aborted) {
-            recordAbandoned(runtime, run, parked.adapterIndex, parked.entry.rowId);
-            throw new DeliveryAbandoned("held delivery cancelled");
-          }
-          return this.#settle(delivery, fate.status, fate.error);
-        }
-        for (const message of fate.result.emitMessages ?? [])
-          run.emitted.push({ message, parentRowId: parked.entry.rowId });
-        run.followers.push(...fate.followers);
-        outcome = await runChain(runtime, run, fate.result.data, parked.adapterIndex + 1, parked.entry.rowId);
-      }
+      let outcome = runChain(runtime, run, envelope.body, 0, undefined);
+      if (outcome instanceof Promise) outcome = await outcome;
+      if (outcome.kind === "held") return await this.#whileHeld(delivery, run, outcome, slots);
       return await this.#complete(delivery, run, outcome);
     } catch (error) {
-      if (isHandlerTimeout(providerSignal.reason)) {
-        // The provider counts a timeout as an attempt (retried with backoff, dead-lettered as
-        // `incomplete` after the budget): record it the same way, so the row closes on the last one.
-        for (const follower of run.followers)
-          follower.resolve({ kind: "settle", status: MessageStatus.PENDING });
-        const reason = providerSignal.reason;
-        return this.#settle(delivery, MessageStatus.FAILED, {
-          class: "HandlerTimeout",
-          message: reason.message,
-          retryable: true,
-          fatal: false,
-        });
-      }
-      if (signal.aborted || error instanceof DeliveryAbandoned) {
-        this.#unmarked.delete(envelope.id);
-        // Back to pending: the broker redelivers it (to this process or another one).
-        runtime.lineage.update(envelope.id, { status: "pending", attempt: delivery.attempt });
-        this.counters.abandoned++;
-        for (const follower of run.followers)
-          follower.resolve({ kind: "settle", status: MessageStatus.PENDING });
-        return MessageStatus.PENDING;
-      }
-      const info = errorInfoOf(error);
-      runtime.logger.error("route handler failed", {
-        route: this.name,
-        messageId: envelope.id,
-        error: info.message,
-      });
-      return this.#settle(delivery, MessageStatus.FAILED, info);
+      return this.#failed(delivery, run, providerSignal, error);
     } finally {
       this.#unmarked.delete(envelope.id);
       signal.dispose();
-      release();
+      this.#releaseSlots(slots);
       this.counters.inFlight--;
       runtime.onMaybeIdle();
+      runtime.deliveries.release(envelope.id);
     }
+  }
+
+  /** Gives back the execution's and the route's slot, whichever of them `slots` holds. */
+  #releaseSlots(slots: { held: number }): void {
+    if (slots.held >= 2) this.#routeSlots.release();
+    if (slots.held >= 1) this.#runtime.globalSlots.release();
+    slots.held = 0;
+  }
+
+  /**
+   * A delivery parked in a stateful adapter's batch: its slots go back while the batch fills; it
+   * settles with the batch, or carries the emitted batch on through the rest of the chain.
+   */
+  async #whileHeld(
+    delivery: Delivery,
+    run: ChainRun,
+    held: ChainOutcome & { kind: "held" },
+    slots: { held: number },
+  ): Promise<HandlerResult> {
+    const runtime = this.#runtime;
+    const envelope = delivery.message;
+    const signal = run.signal;
+    const trace = run.trace;
+    let outcome: ChainOutcome = held;
+    while (outcome.kind === "held") {
+      // Parked in a batch: give the slots back so other work proceeds while the batch fills.
+      this.#releaseSlots(slots);
+      this.counters.inFlight--;
+      this.counters.held++;
+      runtime.onMaybeIdle();
+      const parked = outcome;
+      const onAbort = () => {
+        parked.batch.remove(parked.entry);
+        parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
+      };
+      const abortSignal = signal.signal;
+      abortSignal.addEventListener("abort", onAbort, { once: true });
+      if (trace !== undefined) this.#heldTraces.set(envelope.id, contextOf(trace.delivery));
+      const fate = await parked.fate;
+      this.#heldTraces.delete(envelope.id);
+      abortSignal.removeEventListener("abort", onAbort);
+      this.counters.held--;
+      this.counters.inFlight++;
+      runtime.onActivity();
+      if (fate.kind === "settle") {
+        if (signal.aborted) {
+          recordAbandoned(runtime, run, parked.adapterIndex, parked.entry.rowId);
+          throw new DeliveryAbandoned("held delivery cancelled");
+        }
+        return this.#settle(delivery, fate.status, fate.error);
+      }
+      for (const message of fate.result.emitMessages ?? [])
+        run.emitted.push({ message, parentRowId: parked.entry.rowId });
+      run.followers.push(...fate.followers);
+      outcome = await runChain(runtime, run, fate.result.data, parked.adapterIndex + 1, parked.entry.rowId);
+    }
+    return this.#complete(delivery, run, outcome);
+  }
+
+  /** A delivery whose handling threw: a timeout, a cancellation (back to pending) or a failure. */
+  #failed(delivery: Delivery, run: ChainRun, providerSignal: AbortSignal, error: unknown): HandlerResult {
+    const runtime = this.#runtime;
+    const envelope = delivery.message;
+    if (isHandlerTimeout(providerSignal.reason)) {
+      // The provider counts a timeout as an attempt (retried with backoff, dead-lettered as
+      // `incomplete` after the budget): record it the same way, so the row closes on the last one.
+      for (const follower of run.followers)
+        follower.resolve({ kind: "settle", status: MessageStatus.PENDING });
+      const reason = providerSignal.reason;
+      return this.#settle(delivery, MessageStatus.FAILED, {
+        class: "HandlerTimeout",
+        message: reason.message,
+        retryable: true,
+        fatal: false,
+      });
+    }
+    if (run.signal.aborted || error instanceof DeliveryAbandoned) {
+      this.#unmarked.delete(envelope.id);
+      // Back to pending: the broker redelivers it (to this process or another one).
+      runtime.lineage.update(envelope.id, { status: "pending", attempt: delivery.attempt });
+      this.counters.abandoned++;
+      for (const follower of run.followers)
+        follower.resolve({ kind: "settle", status: MessageStatus.PENDING });
+      return MessageStatus.PENDING;
+    }
+    const info = errorInfoOf(error);
+    runtime.logger.error("route handler failed", {
+      route: this.name,
+      messageId: envelope.id,
+      error: info.message,
+    });
+    return this.#settle(delivery, MessageStatus.FAILED, info);
   }
 
   async #complete(delivery: Delivery, run: ChainRun, outcome: ChainOutcome): Promise<HandlerResult> {

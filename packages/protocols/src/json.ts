@@ -7,36 +7,57 @@ export type JsonObject = { [key: string]: JsonValue };
 /**
  * Checks that `value` is plain JSON (no `undefined`, functions, symbols, bigints, non-finite numbers,
  * class instances or cycles). Returns the path of the first offending member, or `undefined` when it
- * is valid.
+ * is valid. Every published message goes through it, so a valid value costs no allocation beyond
+ * the walk's small stack of the objects being visited: the path is only spelled out for a bad one.
  */
-export function findNonJson(value: unknown, path = "$", seen = new Set<object>()): string | undefined {
-  if (value === null) return undefined;
+export function findNonJson(value: unknown, path = "$"): string | undefined {
+  const trail: (string | number)[] = [];
+  if (!isBadMember(value, [], trail)) return undefined;
+  let out = path;
+  for (let i = trail.length - 1; i >= 0; i--) {
+    const segment = trail[i] as string | number;
+    out += typeof segment === "number" ? `[${segment}]` : `.${segment}`;
+  }
+  return out;
+}
+
+/**
+ * True when `value` (or a member of it) is not JSON; `trail` then receives the way down to the
+ * offending member, innermost first. `open` holds the objects being visited, which a cycle repeats.
+ */
+function isBadMember(value: unknown, open: object[], trail: (string | number)[]): boolean {
+  if (value === null) return false;
   switch (typeof value) {
     case "string":
     case "boolean":
-      return undefined;
+      return false;
     case "number":
-      return Number.isFinite(value) ? undefined : path;
+      return !Number.isFinite(value);
     case "object": {
-      if (seen.has(value)) return path;
-      seen.add(value);
+      if (open.includes(value)) return true;
+      open.push(value);
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i++) {
-          const bad = findNonJson(value[i], `${path}[${i}]`, seen);
-          if (bad !== undefined) return bad;
+          if (isBadMember(value[i], open, trail)) {
+            trail.push(i);
+            return true;
+          }
         }
       } else {
         const proto = Object.getPrototypeOf(value);
-        if (proto !== Object.prototype && proto !== null) return path;
-        for (const [key, member] of Object.entries(value)) {
-          const bad = findNonJson(member, `${path}.${key}`, seen);
-          if (bad !== undefined) return bad;
+        if (proto !== Object.prototype && proto !== null) return true;
+        for (const key in value) {
+          if (!Object.hasOwn(value, key)) continue;
+          if (isBadMember((value as Record<string, unknown>)[key], open, trail)) {
+            trail.push(key);
+            return true;
+          }
         }
       }
-      seen.delete(value);
-      return undefined;
+      open.pop();
+      return false;
     }
     default:
-      return path;
+      return true;
   }
 }
