@@ -64,13 +64,17 @@ export class MemoryLineageStore implements LineageProtocol {
 
   update(id: string, update: LineageUpdate): void {
     this.#open();
-    assertUuid(id, "lineage row id");
     if (!LINEAGE_STATUSES.has(update.status))
       invalid(`lineage status ${JSON.stringify(update.status)} is unknown`);
     const row = this.#rows.get(id);
-    const owner = row === undefined ? undefined : this.#executions.get(row.executionId);
-    // Like an UPDATE matching no row: nothing to change (the database stores behave the same).
-    if (owner === undefined || row === undefined) return;
+    // Like an UPDATE matching no row: nothing to change (the database stores behave the same). A
+    // stored row's id was checked when it was recorded; only an unknown one can be malformed.
+    if (row === undefined) {
+      assertUuid(id, "lineage row id");
+      return;
+    }
+    const owner = this.#executions.get(row.executionId);
+    if (owner === undefined) return;
     const wasOpen = OPEN.has(row.status);
     row.status = update.status;
     if (update.outputKeys !== undefined) row.outputKeys = update.outputKeys;

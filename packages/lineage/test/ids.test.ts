@@ -20,9 +20,25 @@ describe("uuidv7", () => {
   });
 
   it("rejects what is not a UUID", () => {
-    for (const bad of ["", "abc", "0190a8e4-5f2c-7a00-8000-00000000000", "'; drop table x; --", 42, null]) {
+    for (const bad of [
+      "",
+      "abc",
+      "0190a8e4-5f2c-7a00-8000-00000000000",
+      "0190a8e4-5f2c-7a00-8000-0000000000000",
+      "0190a8e45-f2c-7a00-8000-000000000000",
+      "0190a8e4-5f2c-7a00-8000-00000000000g",
+      "0190a8e4_5f2c-7a00-8000-000000000000",
+      "'; drop table x; --",
+      42,
+      null,
+    ]) {
       expect(isUuid(bad)).toBe(false);
     }
+  });
+
+  it("accepts the canonical form in either case", () => {
+    expect(isUuid("0190a8e4-5f2c-7a00-8000-00000000abcd")).toBe(true);
+    expect(isUuid("0190A8E4-5F2C-7A00-8000-00000000ABCD")).toBe(true);
   });
 });
 
