@@ -18,6 +18,9 @@ import type { ChainTrace } from "./tracing.js";
 /** Fan-out targets prepared between two turns of the event loop. */
 const YIELD_EVERY = 512;
 
+/** Rows registered per call for a large fan-out (see publishAll). */
+const REGISTER_SLICE = 2000;
+
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** What one settled chain sends on. */
@@ -176,8 +179,15 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
   let published = 0;
   try {
     if (batch.emitted.length > 0 || runtime.strictLineage) {
-      // Fan-out: durable before any publish, so no process's completion gate can miss a child.
-      await runtime.lineage.registerPending(rows);
+      // Fan-out: durable before any publish, so no process's completion gate can miss a child. A
+      // large one goes in slices with a turn of the event loop between them: writing thousands of
+      // rows at once would hold the thread (timers, other deliveries) for as long.
+      for (let from = 0; from < rows.length; from += REGISTER_SLICE) {
+        if (from > 0) await yieldToEventLoop();
+        await runtime.lineage.registerPending(
+          from === 0 && rows.length <= REGISTER_SLICE ? rows : rows.slice(from, from + REGISTER_SLICE),
+        );
+      }
     } else {
       // One message per outbound queue: queued ahead of every later change of the parent's rows,
       // so this process's gate sees it; the backlog is bounded to keep completion prompt.
@@ -197,9 +207,21 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
       }
     } else {
       let next = 0;
+      // Publishes to an in-process broker complete as microtasks: without a pause every
+      // YIELD_EVERY messages, a large fan-out would run to its end before any timer or I/O.
+      let pause: Promise<void> | undefined;
       const worker = async () => {
         while (next < targets.length) {
+          if (pause !== undefined) await pause;
+          if (next >= targets.length) break;
           const i = next++;
+          if (i % YIELD_EVERY === YIELD_EVERY - 1) {
+            const turn = yieldToEventLoop();
+            pause = turn;
+            void turn.then(() => {
+              if (pause === turn) pause = undefined;
+            });
+          }
           try {
             await publishTarget(runtime, batch, targets[i] as Target, (rows[i] as LineageRow).id, reseeded);
             published++;

@@ -67,3 +67,66 @@ routes:
     expect(messages.filter((r) => r.route === "leaf" && r.status === "completed")).toHaveLength(CHILDREN);
   });
 });
+
+describe("a large fan-out", () => {
+  const LARGE = 5000;
+  let h: Harness;
+  const probe = { leafPublishes: 0, openAtFirstPublish: -1, turns: 0, turnsDuringPublishes: -1 };
+  beforeAll(async () => {
+    let lineage: Harness["db"]["lineage"] | undefined;
+    let ticking = false;
+    const tick = () => {
+      probe.turns++;
+      if (ticking) setImmediate(tick);
+    };
+    // The first publish to `leaf.in` reads how many child rows are registered; every publish waits
+    // for that read, then the event loop's turns are counted until the last one.
+    let gate: Promise<void> | undefined;
+    const inner = createEmbeddedProvider({ mode: "memory" });
+    const queue = forwarding(inner, {
+      async publish(destination, message) {
+        if (destination.endsWith("/leaf.in")) {
+          gate ??= (async () => {
+            const executionId = destination.split("/")[2] as string;
+            const rows = await lineage?.rows(executionId, { kind: "message", route: "leaf", limit: 1 });
+            probe.openAtFirstPublish = rows?.total ?? -1;
+            ticking = true;
+            setImmediate(tick);
+          })();
+          await gate;
+          if (++probe.leafPublishes === LARGE) {
+            probe.turnsDuringPublishes = probe.turns;
+            ticking = false;
+          }
+        }
+        return inner.publish(destination, message);
+      },
+    });
+    h = await openHarness({ queue });
+    lineage = h.db.lineage;
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("registers every child first, in slices, and lets the event loop turn while it publishes", async () => {
+    const yaml = `
+name: large-fan-out
+init: { route: root, message: { items: [${Array.from({ length: LARGE }, (_, i) => i).join(", ")}] } }
+routes:
+  root:
+    inbound: { queue: root.in }
+    adapters: [{ type: split, config: { field: items } }]
+    outbound: [leaf.in]
+  leaf:
+    inbound: { queue: leaf.in, concurrency: 16 }
+    adapters: [{ type: sink }]
+`;
+    const { id, status } = await h.run(yaml);
+    expect(status).toBe("completed");
+    expect(probe.openAtFirstPublish).toBe(LARGE);
+    // Thousands of in-process publishes complete as microtasks; timers and I/O still got turns.
+    expect(probe.turnsDuringPublishes).toBeGreaterThan(0);
+    expect(seen.get(id) ?? []).toHaveLength(LARGE);
+  });
+});
