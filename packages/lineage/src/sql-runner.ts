@@ -152,18 +152,29 @@ export function createPgliteSqlRunner(pglite: PgliteQueryable): LineageSqlRunner
 
 /** Commits of the writer between two `VACUUM lineage` on PGlite. */
 const VACUUM_EVERY_COMMITS = 200;
+/**
+ * Statement data (CSV and JSON text) the writer sends between two rounds at most. The log grows with
+ * what is written, not with the number of commits: a busy writer sends large batches, and 200 of
+ * them would put far more than `max_wal_size` into the log before the next checkpoint.
+ */
+const VACUUM_EVERY_BYTES = 4 * 1024 * 1024;
 
 /**
  * A writer channel on a PGlite running on a worker thread (whose owner closes it). PGlite runs
  * PostgreSQL in single-user mode, without the autovacuum daemon, so every updated lineage row would
  * leave its old version on disk for good, and nothing would checkpoint: every
- * {@link VACUUM_EVERY_COMMITS} commits this channel vacuums the table and checkpoints (on the worker
- * thread), which lets old row versions' space and old log segments be reused.
+ * {@link VACUUM_EVERY_COMMITS} commits, or {@link VACUUM_EVERY_BYTES} of data sent, whichever comes
+ * first, this channel vacuums the table and checkpoints (on the worker thread), which lets old row
+ * versions' space and old log segments be reused.
  */
 export function createPgliteWorkerSqlRunner(client: PgliteWorkerClient): LineageSqlRunner {
   let commits = 0;
-  const afterCommit = async () => {
-    if (++commits % VACUUM_EVERY_COMMITS !== 0) return;
+  let bytes = 0;
+  const afterCommit = async (sent: number) => {
+    bytes += sent;
+    if (++commits % VACUUM_EVERY_COMMITS !== 0 && bytes < VACUUM_EVERY_BYTES) return;
+    commits = 0;
+    bytes = 0;
     // Housekeeping only: a failure is retried at the next round, never reported as lost lineage.
     // Single-user PostgreSQL has no checkpointer either: without one the write-ahead log grows
     // past `max_wal_size` until the database is closed.
@@ -173,11 +184,13 @@ export function createPgliteWorkerSqlRunner(client: PgliteWorkerClient): Lineage
   return {
     async execute(text, params) {
       await client.query(text, [...params]);
-      await afterCommit();
+      let sent = 0;
+      for (const p of params) if (typeof p === "string") sent += p.length;
+      await afterCommit(sent);
     },
     async copy(text, data) {
       await client.copy(text, data);
-      await afterCommit();
+      await afterCommit(data.length);
     },
     reset() {},
     async close() {},
