@@ -13,6 +13,12 @@ export class DeliverySignal {
   readonly #registry: Set<AbortController>;
   #controller: AbortController | undefined;
   #cancel: (() => void) | undefined;
+  /**
+   * Set by {@link dispose}. The provider may then hand its signal to another delivery (the engine
+   * subscribes with `releasesSignal`), so nothing here reads it any more: only the execution can
+   * still cancel what an adapter left running.
+   */
+  #disposed = false;
 
   constructor(provider: AbortSignal, execution: AbortSignal, registry: Set<AbortController>) {
     this.#provider = provider;
@@ -21,18 +27,22 @@ export class DeliverySignal {
   }
 
   get aborted(): boolean {
-    return this.#controller?.signal.aborted ?? (this.#provider.aborted || this.#execution.aborted);
+    if (this.#controller !== undefined) return this.#controller.signal.aborted;
+    return this.#disposed ? this.#execution.aborted : this.#provider.aborted || this.#execution.aborted;
   }
 
   /** Why it was cancelled: the reason of the source that aborted first (the provider's when both have). */
   get reason(): unknown {
     if (this.#controller !== undefined) return this.#controller.signal.reason;
+    if (this.#disposed) return this.#execution.reason;
     return this.#provider.aborted ? this.#provider.reason : this.#execution.reason;
   }
 
   /** The delivery's `AbortSignal`, made on first use; it aborts with either source. */
   get signal(): AbortSignal {
     if (this.#controller !== undefined) return this.#controller.signal;
+    // Read after the delivery ended (an adapter's background work): the execution's own signal.
+    if (this.#disposed) return this.#execution;
     const controller = new AbortController();
     this.#controller = controller;
     const provider = this.#provider;
@@ -50,6 +60,7 @@ export class DeliverySignal {
 
   /** Detaches from the provider's signal and the registry once the delivery is over. */
   dispose(): void {
+    this.#disposed = true;
     const controller = this.#controller;
     if (controller === undefined) return;
     if (this.#cancel !== undefined) this.#provider.removeEventListener("abort", this.#cancel);

@@ -190,6 +190,9 @@ export class RouteProcessor {
           concurrency,
           retry: this.#options.retry,
           handlerTimeoutMs: this.#options.handlerTimeoutMs,
+          // The provider's signal never outlives the delivery here: DeliverySignal and the ledger's
+          // claim remove their listeners, and adapters (conditions too) get a signal of their own.
+          releasesSignal: true,
           ...this.#options.queueOptions,
         }),
       { route: this.name, logger: this.#runtime.logger, signal: this.#runtime.signal },
@@ -337,22 +340,26 @@ export class RouteProcessor {
     trace: ChainTrace | undefined,
   ): Promise<HandlerResult> {
     let run: boolean;
+    // The condition's adapter may keep its signal: it gets one of its own, not the provider's.
+    const cancellation = new DeliverySignal(providerSignal, this.#runtime.signal, this.#controllers);
     try {
       run = await condition.test(
         this.#runtime,
         this.name,
         delivery.message,
         delivery.attempt,
-        providerSignal,
+        cancellation.signal,
       );
     } catch (error) {
       try {
         if (providerSignal.aborted) return MessageStatus.PENDING;
         return this.#settle(delivery, MessageStatus.FAILED, errorInfoOf(error, { retryable: true }));
       } finally {
+        cancellation.dispose();
         this.#runtime.deliveries.release(delivery.message.id);
       }
     }
+    cancellation.dispose();
     if (!run) {
       try {
         this.counters.skipped++;

@@ -67,6 +67,15 @@ export interface SubscribeOptions {
    * delivery then counts as an incomplete attempt. @default 1_800_000 (`DEFAULT_HANDLER_TIMEOUT_MS`)
    */
   readonly handlerTimeoutMs?: number;
+  /**
+   * The handler's promise that, once it has settled a delivery, it keeps no abort listener on that
+   * delivery's signal and no reference to it. A provider may then hand the same `AbortSignal` to a
+   * later delivery of this subscription instead of making an `AbortController` per delivery (a
+   * large share of an in-process broker's cost). A signal that was aborted, or that still has an
+   * abort listener when its delivery settles, is never handed out again. Providers may ignore it.
+   * @default false
+   */
+  readonly releasesSignal?: boolean;
 }
 
 /** A live subscription. */

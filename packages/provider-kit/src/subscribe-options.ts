@@ -162,6 +162,12 @@ export const SubscribeFieldsSchema = v.object(
         hint: `the milliseconds a handler may run before it is aborted (at most one day); leave it out for ${DEFAULT_HANDLER_TIMEOUT_MS} (30 minutes)`,
       }),
     ),
+    releasesSignal: v.optional(
+      v.boolean(
+        (issue) =>
+          `releasesSignal must be true or false, got ${shown(issue.input)}: true promises the handler lets go of its signal once it settles`,
+      ),
+    ),
   },
   (issue) => `subscribe needs options like { subscription: "<name>" }, got ${shown(issue.input)}`,
 );
@@ -202,6 +208,7 @@ function withDefaults(fields: SubscribeFields) {
     deadLetter: fields.deadLetter ?? true,
     ...(fields.maxPriority === undefined ? {} : { maxPriority: fields.maxPriority }),
     handlerTimeoutMs: fields.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
+    releasesSignal: fields.releasesSignal ?? false,
     requested: requestedOf(fields),
   } satisfies ResolvedSubscribeOptions;
 }
@@ -252,6 +259,7 @@ export interface ResolvedSubscribeOptions extends SubscribeOptions {
   readonly deadLetter: boolean;
   readonly maxPriority?: number;
   readonly handlerTimeoutMs: number;
+  readonly releasesSignal: boolean;
   /**
    * The fields the caller set, validated, before defaults. A provider with defaults of its own per
    * queue (the embedded provider's `defineQueue`) reads these to tell "left out" from "set to the

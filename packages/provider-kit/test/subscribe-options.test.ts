@@ -38,6 +38,7 @@ describe("resolveSubscribeOptions", () => {
       ordering: "none",
       deadLetter: true,
       handlerTimeoutMs: DEFAULT_HANDLER_TIMEOUT_MS,
+      releasesSignal: false,
       requested: { subscription: "s" },
     });
     expect(DEFAULT_HANDLER_TIMEOUT_MS).toBe(1_800_000);

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import {
   type DeadLetterReason,
   type Delivery,
@@ -208,6 +209,7 @@ export class Broker {
       Math.min(prefetch, concurrency),
       retry,
       requested.handlerTimeoutMs ?? def?.handlerTimeoutMs ?? options.handlerTimeoutMs,
+      options.releasesSignal,
     );
     queue.consumers = [...queue.consumers, consumer];
     consumer.sweep = setInterval(() => this.#sweep(consumer), consumer.sweepPeriodMs);
@@ -302,7 +304,7 @@ export class Broker {
     const active: ActiveDelivery = {
       message,
       consumer,
-      controller: consumer.shared ?? new AbortController(),
+      controller: consumer.shared ?? consumer.spare?.pop() ?? new AbortController(),
       startedAt: now,
       done: false,
     };
@@ -382,6 +384,9 @@ export class Broker {
     }
     this.#release(active);
     const { consumer, message } = active;
+    const spare = consumer.spare;
+    if (spare !== undefined && spare.length < consumer.slots && isReleased(active.controller.signal))
+      spare.push(active.controller);
     this.#apply(consumer, message, decideSettlement(outcome, this.#context(consumer, message)));
     this.pump(consumer.queue);
   }
@@ -475,4 +480,12 @@ export class Broker {
     }
     this.scheduler.stop();
   }
+}
+
+/**
+ * A settled delivery's signal that may go to the next one (see `releasesSignal`): never aborted, and
+ * with no abort listener left, so nothing of the old delivery can react to the new one's abort.
+ */
+function isReleased(signal: AbortSignal): boolean {
+  return !signal.aborted && getEventListeners(signal, "abort").length === 0;
 }

@@ -28,6 +28,11 @@ export class Consumer {
    * unsubscribe and close like the per-delivery ones; a timeout still redelivers the message.
    */
   readonly shared: AbortController | undefined;
+  /**
+   * Controllers of settled deliveries, handed to the next ones when the subscriber set
+   * `releasesSignal` (at most `slots` kept): only ever ones never aborted and with no listener left.
+   */
+  readonly spare: AbortController[] | undefined;
 
   constructor(
     readonly queue: PhysicalQueue,
@@ -38,8 +43,10 @@ export class Consumer {
     readonly slots: number,
     readonly retry: RetryPolicy,
     readonly handlerTimeoutMs: number,
+    releasesSignal = false,
   ) {
     this.shared = handler.length === 1 ? new AbortController() : undefined;
+    this.spare = releasesSignal && this.shared === undefined ? [] : undefined;
   }
 
   /** Sweep period: a quarter of the timeout, between 5 ms and 1 s. */

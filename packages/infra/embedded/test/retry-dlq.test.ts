@@ -270,3 +270,53 @@ describe("one-parameter handlers", () => {
     expect((await p.admin.stats({ destination: "/queue/one" })).depth).toBe(1);
   });
 });
+
+describe("handlers that release their signal (releasesSignal)", () => {
+  it("get a settled delivery's signal again, unless it was aborted or still has a listener", async () => {
+    const p = await connected();
+    const signals: AbortSignal[] = [];
+    await p.subscribe(
+      "/queue/reuse",
+      async (d, signal) => {
+        signals.push(signal);
+        const body = d.message.body as { keep?: boolean; hang?: boolean };
+        // A listener left behind: this signal must not reach another delivery.
+        if (body.keep) signal.addEventListener("abort", () => {});
+        if (body.hang && d.attempt === 1)
+          await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        return "ACKNOWLEDGED" as const;
+      },
+      { subscription: "s", releasesSignal: true, handlerTimeoutMs: 50, retry: fast },
+    );
+    const send = async (body: object, acked: number) => {
+      await p.publish("/queue/reuse", { body });
+      await waitFor(() => p.counters().acked === acked, `delivery ${acked} acked`);
+    };
+    await send({}, 1);
+    await send({}, 2);
+    // Settled without a listener: the second delivery got the first one's signal.
+    expect(signals[1]).toBe(signals[0]);
+    await send({ keep: true }, 3);
+    await send({}, 4);
+    expect(signals[3]).not.toBe(signals[2]);
+    // The fifth delivery reuses the fourth one's signal, and times out: an aborted signal is not
+    // handed out again, so its redelivery gets a fresh one.
+    await send({ hang: true }, 5);
+    expect(signals[4]).toBe(signals[3]);
+    expect(signals[4]?.aborted).toBe(true);
+    expect(signals[5]).not.toBe(signals[4]);
+    expect(signals[5]?.aborted).toBe(false);
+    // The signal kept with a listener was never aborted by anyone else's delivery.
+    expect(signals[2]?.aborted).toBe(false);
+  });
+
+  it("refuses a value that is not a boolean", async () => {
+    const p = await connected();
+    await expect(
+      p.subscribe("/queue/reuse", () => "ACKNOWLEDGED" as const, {
+        subscription: "s",
+        releasesSignal: "yes" as unknown as boolean,
+      }),
+    ).rejects.toThrow(/releasesSignal must be true or false/);
+  });
+});
