@@ -19,7 +19,76 @@ import {
   LINEAGE_STATUSES,
 } from "./row-checks.js";
 
-type MutableRow = { -readonly [K in keyof LineageRow]: LineageRow[K] };
+/**
+ * A row as this store keeps it: every field present (absent ones `undefined`), so all rows share one
+ * shape and an update never changes it, and a link to its execution's entry, so an update needs no
+ * second lookup. {@link toRow} gives callers the plain `LineageRow` back.
+ */
+class StoredRow {
+  id: string;
+  executionId: string;
+  kind: LineageRow["kind"];
+  route: string;
+  adapter: string | undefined;
+  adapterIndex: number | undefined;
+  messageId: string;
+  correlationId: string;
+  parentId: string | undefined;
+  attempt: number;
+  status: LineageStatus;
+  inputHash: string | undefined;
+  payload: LineageRow["payload"];
+  outputKeys: readonly string[] | undefined;
+  error: LineageRow["error"];
+  startedAt: string;
+  finishedAt: string | undefined;
+  owner: ExecutionRows;
+
+  constructor(row: LineageRow, owner: ExecutionRows) {
+    this.id = row.id;
+    this.executionId = row.executionId;
+    this.kind = row.kind;
+    this.route = row.route;
+    this.adapter = row.adapter;
+    this.adapterIndex = row.adapterIndex;
+    this.messageId = row.messageId;
+    this.correlationId = row.correlationId;
+    this.parentId = row.parentId;
+    this.attempt = row.attempt;
+    this.status = row.status;
+    this.inputHash = row.inputHash;
+    this.payload = row.payload;
+    this.outputKeys = row.outputKeys;
+    this.error = row.error;
+    this.startedAt = row.startedAt;
+    this.finishedAt = row.finishedAt;
+    this.owner = owner;
+  }
+}
+
+/** The plain row of a stored one: the fields it has, as the database stores return them. */
+function toRow(stored: StoredRow): LineageRow {
+  const row: { -readonly [K in keyof LineageRow]: LineageRow[K] } = {
+    id: stored.id,
+    executionId: stored.executionId,
+    kind: stored.kind,
+    route: stored.route,
+    messageId: stored.messageId,
+    correlationId: stored.correlationId,
+    attempt: stored.attempt,
+    status: stored.status,
+    startedAt: stored.startedAt,
+  };
+  if (stored.adapter !== undefined) row.adapter = stored.adapter;
+  if (stored.adapterIndex !== undefined) row.adapterIndex = stored.adapterIndex;
+  if (stored.parentId !== undefined) row.parentId = stored.parentId;
+  if (stored.inputHash !== undefined) row.inputHash = stored.inputHash;
+  if (stored.payload !== undefined) row.payload = stored.payload;
+  if (stored.outputKeys !== undefined) row.outputKeys = stored.outputKeys;
+  if (stored.error !== undefined) row.error = stored.error;
+  if (stored.finishedAt !== undefined) row.finishedAt = stored.finishedAt;
+  return row;
+}
 
 const OPEN: ReadonlySet<LineageStatus> = new Set(["pending", "initiated", "processing"]);
 const RANK: Record<LineageStatus, number> = {
@@ -52,7 +121,7 @@ interface ExecutionRows {
 export class MemoryLineageStore implements LineageProtocol {
   readonly #executions = new Map<string, ExecutionRows>();
   /** Every row by id, so `update(id)` finds its row without knowing the execution. */
-  readonly #rows = new Map<string, MutableRow>();
+  readonly #rows = new Map<string, StoredRow>();
   readonly #counters: LineageCounters = { written: 0, retriedWrites: 0, lost: 0, queued: 0 };
   #closed = false;
 
@@ -73,8 +142,7 @@ export class MemoryLineageStore implements LineageProtocol {
       assertUuid(id, "lineage row id");
       return;
     }
-    const owner = this.#executions.get(row.executionId);
-    if (owner === undefined) return;
+    const owner = row.owner;
     const wasOpen = OPEN.has(row.status);
     row.status = update.status;
     if (update.outputKeys !== undefined) row.outputKeys = update.outputKeys;
@@ -119,7 +187,7 @@ export class MemoryLineageStore implements LineageProtocol {
       total: matching.length,
       items: sorted(matching)
         .slice(offset, offset + limit)
-        .map(copy),
+        .map(toRow),
     };
   }
 
@@ -146,8 +214,8 @@ export class MemoryLineageStore implements LineageProtocol {
     if (!this.#executions.has(executionId)) return [];
     const all = this.#all(executionId);
     const rows = new Map(all.map((r) => [r.id, r]));
-    const byMessage = new Map<string, MutableRow[]>();
-    const byParent = new Map<string, MutableRow[]>();
+    const byMessage = new Map<string, StoredRow[]>();
+    const byParent = new Map<string, StoredRow[]>();
     for (const r of all) {
       push(byMessage, r.messageId, r);
       if (r.parentId !== undefined) push(byParent, r.parentId, r);
@@ -159,7 +227,7 @@ export class MemoryLineageStore implements LineageProtocol {
     const upSeen = new Set<string>();
     const upStack = [...start];
     while (upStack.length > 0) {
-      const r = upStack.pop() as MutableRow;
+      const r = upStack.pop() as StoredRow;
       if (upSeen.has(r.id)) continue;
       upSeen.add(r.id);
       upMessages.add(r.messageId);
@@ -171,7 +239,7 @@ export class MemoryLineageStore implements LineageProtocol {
     const downStack = [...start];
     const seenMessages = new Set<string>();
     while (downStack.length > 0) {
-      const r = downStack.pop() as MutableRow;
+      const r = downStack.pop() as StoredRow;
       if (ids.has(r.id)) continue;
       ids.add(r.id);
       for (const child of byParent.get(r.id) ?? []) downStack.push(child);
@@ -181,7 +249,7 @@ export class MemoryLineageStore implements LineageProtocol {
       }
     }
     for (const m of upMessages) for (const r of byMessage.get(m) ?? []) ids.add(r.id);
-    return sorted(all.filter((r) => ids.has(r.id))).map(copy);
+    return sorted(all.filter((r) => ids.has(r.id))).map(toRow);
   }
 
   async routeInputs(
@@ -194,7 +262,7 @@ export class MemoryLineageStore implements LineageProtocol {
     for (const id of messageIds ?? []) checkMessageId(id);
     const wanted = messageIds === undefined ? undefined : new Set(messageIds);
     // One input per message (a redelivered message may have several rows): its first recording.
-    const first = new Map<string, MutableRow>();
+    const first = new Map<string, StoredRow>();
     for (const r of sorted(this.#all(executionId))) {
       if (r.kind !== "message" || r.route !== route) continue;
       if (wanted !== undefined && !wanted.has(r.messageId)) continue;
@@ -210,7 +278,7 @@ export class MemoryLineageStore implements LineageProtocol {
   async messageStatus(executionId: string, messageId: string) {
     assertUuid(executionId, "execution id");
     if (typeof messageId !== "string" || messageId.length === 0 || messageId.length > 512) return undefined;
-    let best: MutableRow | undefined;
+    let best: StoredRow | undefined;
     for (const r of this.#all(executionId)) {
       if (r.kind !== "message" || r.messageId !== messageId) continue;
       if (best === undefined || r.attempt > best.attempt) best = r;
@@ -239,10 +307,10 @@ export class MemoryLineageStore implements LineageProtocol {
       throw new FactflowError("lineage_error", "[factflow/lineage] the in-memory lineage store is closed.");
   }
 
-  #all(executionId: string): MutableRow[] {
+  #all(executionId: string): StoredRow[] {
     const execution = this.#executions.get(executionId);
     if (execution === undefined) return [];
-    const out: MutableRow[] = [];
+    const out: StoredRow[] = [];
     const seen = new Set<string>();
     for (const id of execution.ids) {
       const row = this.#rows.get(id);
@@ -276,11 +344,11 @@ export class MemoryLineageStore implements LineageProtocol {
         row.attempt > stored.attempt ||
         (row.attempt === stored.attempt && RANK[row.status] >= RANK[stored.status]);
       if (!newer) return;
-      const previous = this.#executions.get(stored.executionId);
-      if (previous !== undefined && OPEN.has(stored.status)) previous.open--;
+      const previous = stored.owner;
+      if (OPEN.has(stored.status)) previous.open--;
       if (previous !== execution) execution.ids.push(row.id);
     }
-    this.#rows.set(row.id, { ...row });
+    this.#rows.set(row.id, new StoredRow(row, execution));
     if (OPEN.has(row.status)) execution.open++;
     this.#counters.written++;
   }
@@ -297,10 +365,6 @@ function compare(a: string, b: string): number {
 }
 
 /** Database order: by start time, then id. */
-function sorted(rows: MutableRow[]): MutableRow[] {
+function sorted(rows: StoredRow[]): StoredRow[] {
   return rows.sort((a, b) => compare(a.startedAt, b.startedAt) || compare(a.id, b.id));
-}
-
-function copy(row: MutableRow): LineageRow {
-  return { ...row };
 }
