@@ -288,7 +288,7 @@ describe("handlers that release their signal (releasesSignal)", () => {
       },
       { subscription: "s", releasesSignal: true, handlerTimeoutMs: 50, retry: fast },
     );
-    const send = async (body: object, acked: number) => {
+    const send = async (body: Record<string, boolean>, acked: number) => {
       await p.publish("/queue/reuse", { body });
       await waitFor(() => p.counters().acked === acked, `delivery ${acked} acked`);
     };
