@@ -233,8 +233,9 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
           }
         }
       };
-      // At most `max_fanout_pending` publishes in flight (and a sane cap on concurrent sends).
-      const width = Math.min(targets.length, batch.maxFanoutPending, 64);
+      // At most `max_fanout_pending` publishes in flight, and 256: enough for a network broker to
+      // pipeline its confirms (64 made a 2000-child fan-out on RabbitMQ take ~0.7 s, 256 ~0.45 s).
+      const width = Math.min(targets.length, batch.maxFanoutPending, 256);
       await Promise.all(Array.from({ length: width }, worker));
     }
     if (failure !== undefined) throw failure;
