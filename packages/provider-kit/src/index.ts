@@ -22,6 +22,7 @@ export {
 export { parseProviderConfig } from "./parse-config.js";
 export type { HandlerOutcome, SettlementContext, SettlementVerdict } from "./settlement.js";
 export { decideSettlement, MAX_LAST_ERROR_LENGTH, runHandler } from "./settlement.js";
+export { SignalPool } from "./signal-pool.js";
 export type {
   ResolvedSubscribeOptions,
   SubscribeCapabilities,

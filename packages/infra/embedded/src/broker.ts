@@ -1,4 +1,3 @@
-import { getEventListeners } from "node:events";
 import {
   type DeadLetterReason,
   type Delivery,
@@ -304,7 +303,7 @@ export class Broker {
     const active: ActiveDelivery = {
       message,
       consumer,
-      controller: consumer.shared ?? consumer.spare?.pop() ?? new AbortController(),
+      controller: consumer.shared ?? consumer.signals.take(),
       startedAt: now,
       done: false,
     };
@@ -384,9 +383,7 @@ export class Broker {
     }
     this.#release(active);
     const { consumer, message } = active;
-    const spare = consumer.spare;
-    if (spare !== undefined && spare.length < consumer.slots && isReleased(active.controller.signal))
-      spare.push(active.controller);
+    if (active.controller !== consumer.shared) consumer.signals.give(active.controller);
     this.#apply(consumer, message, decideSettlement(outcome, this.#context(consumer, message)));
     this.pump(consumer.queue);
   }
@@ -480,12 +477,4 @@ export class Broker {
     }
     this.scheduler.stop();
   }
-}
-
-/**
- * A settled delivery's signal that may go to the next one (see `releasesSignal`): never aborted, and
- * with no abort listener left, so nothing of the old delivery can react to the new one's abort.
- */
-function isReleased(signal: AbortSignal): boolean {
-  return !signal.aborted && getEventListeners(signal, "abort").length === 0;
 }

@@ -1,4 +1,5 @@
 import type { Destination, MessageHandler, RetryPolicy } from "@factflow/protocols";
+import { SignalPool } from "@factflow/provider-kit";
 import type { StoredMessage } from "./message.js";
 import type { PhysicalQueue } from "./physical-queue.js";
 
@@ -28,11 +29,8 @@ export class Consumer {
    * unsubscribe and close like the per-delivery ones; a timeout still redelivers the message.
    */
   readonly shared: AbortController | undefined;
-  /**
-   * Controllers of settled deliveries, handed to the next ones when the subscriber set
-   * `releasesSignal` (at most `slots` kept): only ever ones never aborted and with no listener left.
-   */
-  readonly spare: AbortController[] | undefined;
+  /** The per-delivery controllers of handlers that declare the signal (see the kit's SignalPool). */
+  readonly signals: SignalPool;
 
   constructor(
     readonly queue: PhysicalQueue,
@@ -46,7 +44,7 @@ export class Consumer {
     releasesSignal = false,
   ) {
     this.shared = handler.length === 1 ? new AbortController() : undefined;
-    this.spare = releasesSignal && this.shared === undefined ? [] : undefined;
+    this.signals = new SignalPool(releasesSignal && this.shared === undefined, slots);
   }
 
   /** Sweep period: a quarter of the timeout, between 5 ms and 1 s. */
