@@ -90,28 +90,47 @@ async function publishOne(
   queue: string,
   body: JsonValue,
 ): Promise<number> {
-  const messageId = childMessageId(parentKeyOf(batch), batch.route, queue, 0);
-  const ledger = runtime.deliveries;
-  if (ledger.isSettled(messageId) || ledger.isRunning(messageId)) return 0;
-  const row = messageRow({
-    executionId: runtime.executionId,
-    route: runtime.routeForQueue(queue) ?? queue,
-    messageId,
-    correlationId: batch.envelope.correlationId,
-    payload: body,
-    parentId: batch.lastRowId,
-  });
+  const target: Target = { queue, body, parentId: batch.lastRowId };
+  const row = outputRow(runtime, batch, parentKeyOf(batch), target, 0);
+  if (row === undefined) return 0;
   batch.watermark.add(1);
   try {
     runtime.lineage.record(row);
     const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
     if (room !== undefined) await room;
     const reseeded = batch.redelivered === true || isReseeded(batch.envelope);
-    await publishTarget(runtime, batch, { queue, body, parentId: batch.lastRowId }, messageId, reseeded);
+    await publishTarget(runtime, batch, target, row.id, reseeded);
     return 1;
   } finally {
     batch.watermark.done(1);
   }
+}
+
+/**
+ * The `message` row of the `index`-th output, or `undefined` when that child needs no publish. Same
+ * parent (or batch members), route, queue and position → same id: a re-run of this delivery
+ * republishes the very messages (and lineage rows) of its first run, never a second generation. A
+ * child already handled here (or being handled) needs no second copy: republishing it would only
+ * make a duplicate, and re-registering its row could queue `pending` over its settlement.
+ */
+function outputRow(
+  runtime: ExecutionRuntime,
+  batch: OutboundBatch,
+  parentKey: string,
+  target: Target,
+  index: number,
+): LineageRow | undefined {
+  const messageId = childMessageId(parentKey, batch.route, target.queue, index);
+  const ledger = runtime.deliveries;
+  if (ledger.isSettled(messageId) || ledger.isRunning(messageId)) return undefined;
+  return messageRow({
+    executionId: runtime.executionId,
+    route: runtime.routeForQueue(target.queue) ?? target.queue,
+    messageId,
+    correlationId: batch.envelope.correlationId,
+    payload: target.body,
+    parentId: target.parentId,
+  });
 }
 
 /** Same parent (or the same batch members) → same key → the same child ids on a re-run. */
@@ -144,9 +163,7 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
       });
     }
   }
-  const correlationId = batch.envelope.correlationId;
   const reseeded = batch.redelivered === true || isReseeded(batch.envelope);
-  const ledger = runtime.deliveries;
   const rows: LineageRow[] = [];
   const sends: Target[] = [];
   const parentKey = parentKeyOf(batch);
@@ -154,23 +171,10 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
     const t = targets[index] as Target;
     // A large fan-out is prepared in slices, so timers and other deliveries still run meanwhile.
     if (index % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
-    // Same parent (or batch members), route, queue and position → same id: a re-run of this delivery
-    // republishes the very messages (and lineage rows) of its first run, never a second generation.
-    const messageId = childMessageId(parentKey, batch.route, t.queue, index);
-    // A child already handled here (or being handled) needs no second copy: republishing it would
-    // only make a duplicate, and re-registering its row could queue `pending` over its settlement.
-    if (ledger.isSettled(messageId) || ledger.isRunning(messageId)) continue;
+    const row = outputRow(runtime, batch, parentKey, t, index);
+    if (row === undefined) continue;
     sends.push(t);
-    rows.push(
-      messageRow({
-        executionId: runtime.executionId,
-        route: runtime.routeForQueue(t.queue) ?? t.queue,
-        messageId,
-        correlationId,
-        payload: t.body,
-        parentId: t.parentId,
-      }),
-    );
+    rows.push(row);
   }
   targets = sends;
   if (targets.length === 0) return 0;

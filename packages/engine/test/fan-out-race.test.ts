@@ -5,6 +5,22 @@ import { forwarding, type Harness, openHarness, seen } from "./harness.js";
 
 const CHILDREN = 25;
 
+/** `root` splits `children` items, each a message to `leaf` (a `sink`). */
+function fanOutYaml(name: string, children: number, leafConcurrency: number): string {
+  return `
+name: ${name}
+init: { route: root, message: { items: [${Array.from({ length: children }, (_, i) => i).join(", ")}] } }
+routes:
+  root:
+    inbound: { queue: root.in }
+    adapters: [{ type: split, config: { field: items } }]
+    outbound: [leaf.in]
+  leaf:
+    inbound: { queue: leaf.in, concurrency: ${leafConcurrency} }
+    adapters: [{ type: sink }]
+`;
+}
+
 /** The real embedded provider, with publishes to `leaf.in` slowed down to widen the race window. */
 function slowLeafPublishes(
   inner: QueueProtocol,
@@ -43,19 +59,7 @@ describe("fan-out and the completion gate", () => {
   });
 
   it("registers every child before the first publish, and completes only after all of them ran", async () => {
-    const yaml = `
-name: race
-init: { route: root, message: { items: [${Array.from({ length: CHILDREN }, (_, i) => i).join(", ")}] } }
-routes:
-  root:
-    inbound: { queue: root.in }
-    adapters: [{ type: split, config: { field: items } }]
-    outbound: [leaf.in]
-  leaf:
-    inbound: { queue: leaf.in, concurrency: 8 }
-    adapters: [{ type: sink }]
-`;
-    const { id, status, events } = await h.run(yaml);
+    const { id, status, events } = await h.run(fanOutYaml("race", CHILDREN, 8));
     expect(status).toBe("completed");
     // Every child's row was durable before the first child was sent.
     expect(openAtFirstPublish[0]).toBe(CHILDREN);
@@ -110,19 +114,7 @@ describe("a large fan-out", () => {
   });
 
   it("registers every child first, in slices, and lets the event loop turn while it publishes", async () => {
-    const yaml = `
-name: large-fan-out
-init: { route: root, message: { items: [${Array.from({ length: LARGE }, (_, i) => i).join(", ")}] } }
-routes:
-  root:
-    inbound: { queue: root.in }
-    adapters: [{ type: split, config: { field: items } }]
-    outbound: [leaf.in]
-  leaf:
-    inbound: { queue: leaf.in, concurrency: 16 }
-    adapters: [{ type: sink }]
-`;
-    const { id, status } = await h.run(yaml);
+    const { id, status } = await h.run(fanOutYaml("large-fan-out", LARGE, 16));
     expect(status).toBe("completed");
     expect(probe.openAtFirstPublish).toBe(LARGE);
     // Thousands of in-process publishes complete as microtasks; timers and I/O still got turns.
