@@ -1,7 +1,7 @@
 /**
  * The engine side of `pnpm bench peer` alone, for profiling the engine's own cost:
  *
- *     node --cpu-prof --cpu-prof-dir=prof --conditions=factflow-source --import tsx bench/_profile-peer.ts [N] [memory|pglite] [rounds]
+ *     node --cpu-prof --cpu-prof-dir=prof --conditions=factflow-source --import tsx bench/_profile-peer.ts [N] [memory|pglite|postgres] [rounds]
  *
  * One warm-up round of 1000, then `rounds` rounds (default 1) of N (default 20 000); prints CPU µs
  * per hop of each round and the lowest, which is the steadiest figure on a busy machine.
@@ -10,13 +10,22 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { openLineageDatabase } from "@factflow/lineage";
+import { createScratchDatabase } from "./_scratch-database.js";
 import { engineRound } from "./peer.js";
 
 const n = Number(process.argv[2] ?? 20_000);
 const mode = process.argv[3] ?? "memory";
 const rounds = Math.max(1, Number(process.argv[4] ?? 1));
 const dir = await mkdtemp(join(tmpdir(), "factflow-profile-peer-"));
-const db = await openLineageDatabase(mode === "memory" ? { memory: true } : { dataDir: dir });
+// PostgreSQL lineage goes to a scratch database, dropped at the end.
+const scratch = mode === "postgres" ? await createScratchDatabase() : undefined;
+const db = await openLineageDatabase(
+  mode === "memory"
+    ? { memory: true }
+    : scratch !== undefined
+      ? { databaseUrl: scratch.url }
+      : { dataDir: dir },
+);
 try {
   await engineRound(1000, db);
   const perHop: number[] = [];
@@ -41,5 +50,6 @@ try {
   );
 } finally {
   await db.close();
+  await scratch?.drop();
   await rm(dir, { recursive: true, force: true });
 }

@@ -220,6 +220,52 @@ export function lineageSuite(
       expect(db.lineage.counters()).toMatchObject({ lost: 0, queued: 0 });
     });
 
+    it("keeps awkward text and JSON exactly through inserts, upserts and updates", async () => {
+      const exec = uuidv7();
+      // Array-literal and CSV syntax, SQL NULL look-alikes, escapes and wide characters.
+      const awkward = [`a,"b"\nc`, "{x,y}", "NULL", "\\N", "\\.", "", "back\\slash", "naïve ☃ 🚀", "tab\t"];
+      const rows = awkward.map((text, i) =>
+        row(exec, {
+          route: text,
+          correlationId: text,
+          messageId: `m-${i}-${text}`,
+          inputHash: text,
+          payload: i === 0 ? text : { text, list: [text, null, 1, true], nested: { [text]: '"' } },
+        }),
+      );
+      // The first write inserts; the same rows written again go through the upsert.
+      await db.lineage.registerPending(rows);
+      for (const r of rows) db.lineage.record({ ...r, status: "processing" });
+      await db.lineage.flush();
+      // Then each is changed by a batched update.
+      for (const [i, r] of rows.entries()) {
+        db.lineage.update(r.id, {
+          status: i % 2 === 0 ? "completed" : "failed",
+          outputKeys: [awkward[i] as string, "k,2"],
+          ...(i % 2 === 0
+            ? {}
+            : { error: { class: "E", message: awkward[i] as string, retryable: false, fatal: false } }),
+          finishedAt: new Date().toISOString(),
+        });
+      }
+      await db.lineage.flush();
+      const { items } = await db.lineage.rows(exec, { limit: 100 });
+      const byId = new Map(items.map((r) => [r.id, r]));
+      for (const [i, r] of rows.entries()) {
+        const back = byId.get(r.id);
+        expect(back).toMatchObject({
+          route: r.route,
+          correlationId: r.correlationId,
+          messageId: r.messageId,
+          inputHash: r.inputHash,
+          payload: r.payload as JsonValue,
+          outputKeys: [awkward[i], "k,2"],
+          status: i % 2 === 0 ? "completed" : "failed",
+        });
+        if (i % 2 === 1) expect(back?.error?.message).toBe(awkward[i]);
+      }
+      expect(db.lineage.counters()).toMatchObject({ lost: 0 });
+    });
     it("counts open rows for the completion gate, pre-registered children included", async () => {
       const exec = uuidv7();
       const children = [row(exec), row(exec), row(exec, { status: "initiated" })];
