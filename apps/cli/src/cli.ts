@@ -15,6 +15,8 @@ Usage:
   factflow executions prune --older-than-days N                 delete executions finished > N days ago, with lineage
   factflow lineage EXECUTION [--message ID] [--route R] [--status S] [--kind message|adapter]
   factflow replay EXECUTION --from ROUTE [--message ID]... [--wait]
+  factflow prepare                                             make the embedded database template once (the
+                                                                install runs it), so new data directories skip initdb
   factflow dlq list [--queue Q [--execution ID]] | show --queue Q ID | redrive --queue Q [ID] [--force] | discard --queue Q ID
                          redrive refuses queues of executions that are over (use factflow replay);
                          --force redrives anyway
@@ -106,6 +108,8 @@ export async function main(
         return await (await import("./commands/lineage.js")).replayCommand(ctx, rest);
       case "dlq":
         return await (await import("./commands/dlq.js")).dlqCommand(ctx, rest);
+      case "prepare":
+        return await (await import("./commands/prepare.js")).prepareCommand(ctx);
       default:
         throw new UsageError(`unknown command "${command}"`);
     }
