@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { ConfigError, type JsonValue } from "@factflow/protocols";
+import { preferBaselineWasm } from "../baseline-wasm.js";
 import { type CliContext, cliLogger, settingsOf, UsageError } from "../context.js";
 import { json } from "../output.js";
 import { ProgressDisplay, type RouteProgress } from "../progress.js";
@@ -46,6 +47,8 @@ export async function runCommand(ctx: CliContext, args: readonly string[]): Prom
   const { output, flags } = ctx;
   // One execution, then exit: no retention schedule (`factflow executions prune` runs it on demand).
   const { composeRuntime } = await import("@factflow/server");
+  // One execution, then exit: PGlite's WebAssembly is not worth optimising (see baseline-wasm.ts).
+  preferBaselineWasm();
   const runtime = await composeRuntime(settings, {
     logger: cliLogger(output),
     progressIntervalMs: 250,
