@@ -34,7 +34,7 @@ describe("factflow prepare", () => {
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`template ready in ${SHARED_TEMPLATES}`);
-    const templates = readdirSync(SHARED_TEMPLATES).filter((name) => /^pglite-[^.]+(\.\d+)*$/.test(name));
+    const templates = readdirSync(SHARED_TEMPLATES).filter((name) => /^pglite-[\d.]+-\w+$/.test(name));
     expect(templates.length).toBeGreaterThan(0);
     expect(existsSync(join(SHARED_TEMPLATES, templates[0] as string, "PG_VERSION"))).toBe(true);
   });

@@ -3,10 +3,11 @@ import { readFileSync } from "node:fs";
 import { cp, mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
+import { PGLITE_LAYOUT } from "./pglite-settings.js";
 
 /**
  * The environment variable naming a directory of PGlite templates. When set, a new embedded
- * database is a copy of a template made once per PGlite version (PostgreSQL's `initdb` takes 3–20 s
+ * database is a copy of a template made once per PGlite version (and database layout) (PostgreSQL's `initdb` takes 3–20 s
  * and ~750 MB of memory; a copy of its 39 MB result takes a fraction of a second). Meant for test
  * suites and tools that create many short-lived data directories (docs/lineage.md).
  */
@@ -51,7 +52,7 @@ export async function seedFromTemplate(
   initialize: (dir: string) => Promise<void>,
 ): Promise<boolean> {
   if (!(await isEmptyDir(dir))) return false;
-  const template = join(resolve(templateRoot), `pglite-${pgliteVersion()}`);
+  const template = join(resolve(templateRoot), `pglite-${pgliteVersion()}-${PGLITE_LAYOUT}`);
   if (!(await exists(join(template, "PG_VERSION")))) {
     const candidate = `${template}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
     try {

@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
+import { PGLITE_INITDB_ARGS, pgliteSettings } from "./pglite-settings.js";
 
 /**
  * The worker's whole program, plain CommonJS so it runs as is whether this package is loaded from
@@ -23,6 +24,7 @@ async function handle(m) {
     case "open":
       db = await PGlite.create(workerData.dir, {
         startParams: [...PGlite.defaultStartParams, ...workerData.startParams],
+        initDbStartParams: workerData.initDbArgs,
       });
       return null;
     case "exec":
@@ -80,21 +82,6 @@ parentPort.on("message", (m) => {
 });
 `;
 
-/**
- * PostgreSQL settings PGlite starts with, after its own defaults. `shared_buffers` (128 MB by
- * default) is most of PGlite's resident memory; its files sit in the OS page cache anyway. The
- * write-ahead log is capped: lineage is written in small commits all day, and the default 1 GB
- * would sit on disk next to a small database.
- */
-export const PGLITE_SETTINGS: readonly string[] = [
-  "-c",
-  "shared_buffers=16MB",
-  "-c",
-  "max_wal_size=64MB",
-  "-c",
-  "min_wal_size=32MB",
-];
-
 interface Call {
   resolve(value: unknown): void;
   reject(error: Error): void;
@@ -123,11 +110,11 @@ export class PgliteWorkerClient {
   #next = 1;
   #failure: Error | undefined;
 
-  private constructor(dir: string) {
+  private constructor(dir: string, startParams: readonly string[]) {
     const pglitePath = createRequire(import.meta.url).resolve("@electric-sql/pglite");
     this.#worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { dir, pglitePath, startParams: PGLITE_SETTINGS },
+      workerData: { dir, pglitePath, startParams, initDbArgs: PGLITE_INITDB_ARGS },
     });
     // Only calls in flight keep the process alive (see #call); an idle database never does.
     this.#worker.unref();
@@ -157,7 +144,7 @@ export class PgliteWorkerClient {
 
   /** Starts the worker and opens (creating if needed) the database in `dir`. */
   static async open(dir: string): Promise<PgliteWorkerClient> {
-    const client = new PgliteWorkerClient(dir);
+    const client = new PgliteWorkerClient(dir, await pgliteSettings(dir));
     try {
       await client.#call({ op: "open" });
     } catch (error) {

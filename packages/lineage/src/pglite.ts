@@ -5,8 +5,9 @@ import { FactflowError } from "@factflow/protocols";
 import { Kysely, PGliteDialect } from "kysely";
 import { describeConnectError } from "./connection-errors.js";
 import type { DatabaseHandles } from "./database-handles.js";
+import { PGLITE_INITDB_ARGS, pgliteSettings } from "./pglite-settings.js";
 import { PGLITE_TEMPLATE_ENV, seedFromTemplate } from "./pglite-template.js";
-import { PGLITE_SETTINGS, PgliteWorkerClient } from "./pglite-worker.js";
+import { PgliteWorkerClient } from "./pglite-worker.js";
 import type { LineageDatabaseSchema } from "./schema.js";
 import { createPgliteSqlRunner, createPgliteWorkerSqlRunner, type LineageSqlRunner } from "./sql-runner.js";
 
@@ -65,14 +66,16 @@ export async function connectPglite(
     if (templateRoot !== undefined && templateRoot !== "") {
       await seedFromTemplate(dir, templateRoot, async (fresh) => {
         const template = await PGliteClass.create(fresh, {
-          startParams: [...PGliteClass.defaultStartParams, ...PGLITE_SETTINGS],
+          startParams: [...PGliteClass.defaultStartParams, ...(await pgliteSettings(fresh))],
+          initDbStartParams: [...PGLITE_INITDB_ARGS],
         });
         await template.close();
       });
     }
     if (options.worker === false) {
       pglite = await PGliteClass.create(dir, {
-        startParams: [...PGliteClass.defaultStartParams, ...PGLITE_SETTINGS],
+        startParams: [...PGliteClass.defaultStartParams, ...(await pgliteSettings(dir))],
+        initDbStartParams: [...PGLITE_INITDB_ARGS],
       });
       runner = createPgliteSqlRunner(pglite);
     } else {
