@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -61,5 +61,14 @@ describe("useDefaultPgliteTemplateDir", () => {
     const off: NodeJS.ProcessEnv = { [PGLITE_TEMPLATE_ENV]: "" };
     useDefaultPgliteTemplateDir(off);
     expect(off[PGLITE_TEMPLATE_ENV]).toBe("");
+  });
+
+  it("leaves the variable unset when the cache cannot be made", () => {
+    // A directory under a regular file can never be created.
+    const file = join(dataDir, "not-a-directory");
+    writeFileSync(file, "");
+    const env: NodeJS.ProcessEnv = {};
+    useDefaultPgliteTemplateDir(env, join(file, "cache"));
+    expect(env[PGLITE_TEMPLATE_ENV]).toBeUndefined();
   });
 });
