@@ -32,7 +32,8 @@ import { RetentionJob } from "./retention.js";
 import { openQueueDefinitions } from "./routes/queue-definition-store.js";
 import type { EngineFacade, FactflowRuntime } from "./runtime.js";
 import type { Settings } from "./settings.js";
-import { startTracing, type Tracing } from "./tracing.js";
+import { tracesExportersFromEnv } from "./trace-requests.js";
+import type { Tracing } from "./tracing.js";
 
 /** Longest one step of `close` may take before it is given up on. */
 const CLOSE_STEP_MS = 15_000;
@@ -216,9 +217,10 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     }
     // Deletes each ended execution's scoped queues (ifEmpty, dead letters kept) so they do not pile up.
     const janitor = new QueueJanitor({ provider: rawProvider, logger, metrics });
+    // OpenTelemetry's SDK is loaded only when the OTEL_* variables turn tracing on.
     const ownTracing =
-      options.tracing === undefined
-        ? startTracing({ serviceName: options.serviceName ?? "factflow" })
+      options.tracing === undefined && tracesExportersFromEnv(process.env).length > 0
+        ? (await import("./tracing.js")).startTracing({ serviceName: options.serviceName ?? "factflow" })
         : undefined;
     const tracing = ownTracing ?? (options.tracing === false ? undefined : options.tracing);
     if (ownTracing !== undefined) logger.info("OpenTelemetry tracing is on (OTEL_* variables)");

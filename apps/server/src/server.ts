@@ -8,7 +8,7 @@ import { isLoopbackHost } from "./guards/host-guard.js";
 import { createLogger } from "./logger.js";
 import type { FactflowRuntime } from "./runtime.js";
 import { redactSettings, type Settings } from "./settings.js";
-import { traceRequests } from "./tracing.js";
+import { traceRequests } from "./trace-requests.js";
 
 /** A listening server. */
 export interface RunningServer {

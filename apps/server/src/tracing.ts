@@ -29,6 +29,7 @@ import {
   type SpanProcessor,
   TracerProvider,
 } from "@opentelemetry/sdk-trace";
+import { registerRequestContext, tracesExportersFromEnv } from "./trace-requests.js";
 
 /**
  * OpenTelemetry for Factflow (docs/observability.md): the engine's `Tracer` seam implemented with the
@@ -124,8 +125,11 @@ export function otelTracer(tracer: OtelTracer, propagator: TextMapPropagator = w
 }
 
 let contextManagerInstalled = false;
-/** Tracings started and not shut down in this process: `traceRequests` does nothing while 0. */
-let activeTracings = 0;
+
+/** Makes the trace context of a request's headers active while `handle` runs (for `traceRequests`). */
+function withRequestContext<R>(headers: Headers, handle: () => R): R {
+  return context.with(w3cPropagator.extract(ROOT_CONTEXT, headers, headersGetter), handle);
+}
 
 /**
  * Makes `context.with` work across `await` (AsyncLocalStorage), once per process. Kept when the
@@ -135,18 +139,6 @@ export function installContextManager(): void {
   if (contextManagerInstalled) return;
   contextManagerInstalled = true;
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-}
-
-/** Which exporters the `OTEL_*` variables ask for; empty means tracing stays off. */
-export function tracesExportersFromEnv(env: Readonly<Record<string, string | undefined>>): string[] {
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true") return [];
-  const listed = env.OTEL_TRACES_EXPORTER?.split(",")
-    .map((name) => name.trim().toLowerCase())
-    .filter((name) => name.length > 0);
-  if (listed !== undefined && listed.length > 0) return listed.includes("none") ? [] : [...new Set(listed)];
-  // No exporter named: an OTLP endpoint alone turns tracing on (the spec's default exporter is OTLP).
-  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  return endpoint !== undefined && endpoint.trim() !== "" ? ["otlp"] : [];
 }
 
 function exporterNamed(name: string): SpanExporter {
@@ -201,32 +193,17 @@ export function startTracing(options: StartTracingOptions): Tracing | undefined 
     trace.setGlobalTracerProvider(provider);
     propagation.setGlobalPropagator(w3cPropagator);
   }
-  activeTracings++;
+  const unregister = registerRequestContext(withRequestContext);
   let stopped: Promise<void> | undefined;
   return {
     tracer: otelTracer(provider.getTracer(SCOPE)),
     provider,
     shutdown: () => {
       if (stopped === undefined) {
-        activeTracings--;
+        unregister();
         stopped = provider.shutdown();
       }
       return stopped;
     },
-  };
-}
-
-/**
- * Wraps a fetch handler (the Hono app's `fetch`) so that a request's `traceparent`/`baggage` is the
- * active context while it is handled: an execution it starts becomes a child of the caller's span.
- * While no tracing runs in the process (the default) a request is passed on untouched.
- */
-export function traceRequests<Rest extends unknown[], R>(
-  fetch: (request: Request, ...rest: Rest) => R,
-): (request: Request, ...rest: Rest) => R {
-  return (request, ...rest) => {
-    if (activeTracings === 0 || !request.headers.has("traceparent")) return fetch(request, ...rest);
-    const parent = w3cPropagator.extract(ROOT_CONTEXT, request.headers, headersGetter);
-    return context.with(parent, () => fetch(request, ...rest));
   };
 }

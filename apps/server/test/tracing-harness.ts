@@ -10,7 +10,8 @@ import { createApp } from "../src/app.js";
 import { composeRuntime } from "../src/compose.js";
 import type { FactflowRuntime } from "../src/runtime.js";
 import { loadSettings, type SettingsInput } from "../src/settings.js";
-import { startTracing, type Tracing, traceRequests } from "../src/tracing.js";
+import { traceRequests } from "../src/trace-requests.js";
+import { startTracing, type Tracing } from "../src/tracing.js";
 
 export const TOKEN = "tracing-test-token-0123456789";
 

@@ -1,6 +1,12 @@
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Logger } from "@factflow/protocols";
 import { afterEach, describe, expect, it } from "vitest";
+import { composeRuntime } from "../src/compose.js";
+import { loadSettings } from "../src/settings.js";
 import { startTracing } from "../src/tracing.js";
 
 /** A stand-in OTLP/HTTP collector on loopback: records the trace exports it receives. */
@@ -63,5 +69,41 @@ describe("tracing from the OTEL_* variables", () => {
         registerGlobals: false,
       }),
     ).toThrow(/OTEL_TRACES_EXPORTER names "zipkin".*"otlp"/);
+  });
+});
+
+describe("a composed runtime", () => {
+  /** Composes a runtime (lineage in memory) and returns what it logged at info level. */
+  async function composedInfo(): Promise<string[]> {
+    const dir = mkdtempSync(join(tmpdir(), "factflow-tracing-compose-"));
+    const info: string[] = [];
+    const logger: Logger = {
+      debug: () => {},
+      info: (message) => {
+        info.push(message);
+      },
+      warn: () => {},
+      error: () => {},
+      child: () => logger,
+    };
+    try {
+      const settings = loadSettings({ env: {}, cwd: dir, overrides: { data_dir: dir, lineage: "memory" } });
+      const runtime = await composeRuntime(settings, { logger, scheduleRetention: false });
+      await runtime.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return info;
+  }
+
+  it("turns tracing on from the OTEL_* variables, and leaves it off without them", async () => {
+    expect(await composedInfo()).not.toContain("OpenTelemetry tracing is on (OTEL_* variables)");
+    const otlp = await collector();
+    try {
+      process.env.OTEL_EXPORTER_OTLP_ENDPOINT = otlp.url;
+      expect(await composedInfo()).toContain("OpenTelemetry tracing is on (OTEL_* variables)");
+    } finally {
+      otlp.close();
+    }
   });
 });
