@@ -167,30 +167,10 @@ export function insertRowsStatement(rows: readonly PendingRow[]): Statement {
   return { text: INSERT_SQL, params: columnArrays(rows, INSERT_COLUMNS) };
 }
 
-/** The lineage columns in the order {@link copyRowsCsv} writes them. */
-const COPY_COLUMNS = [
-  "id",
-  "execution_id",
-  "kind",
-  "route",
-  "adapter",
-  "adapter_index",
-  "message_id",
-  "correlation_id",
-  "parent_id",
-  "attempt",
-  "status",
-  "input_hash",
-  "payload",
-  "output_keys",
-  "error",
-  "started_at",
-  "finished_at",
-] as const satisfies readonly (keyof PendingRow)[];
-
-const JSON_COLUMNS: ReadonlySet<string> = new Set(["payload", "output_keys", "error"]);
+/** The lineage columns in the order {@link copyRowsCsv} writes them: the insert's own order. */
+const COPY_COLUMNS = INSERT_COLUMNS.map(([name]) => name);
 /** Per column of {@link COPY_COLUMNS}: whether it holds JSON (looked up once, not per value). */
-const IS_JSON_COLUMN: readonly boolean[] = COPY_COLUMNS.map((column) => JSON_COLUMNS.has(column));
+const IS_JSON_COLUMN: readonly boolean[] = INSERT_COLUMNS.map(([, type]) => type === "json");
 
 /**
  * `COPY … FROM` a CSV of {@link copyRowsCsv}: a plain insert, so a batch holding an id that already
@@ -210,7 +190,7 @@ export function copyRowsCsv(rows: readonly PendingRow[]): string {
     const row = rows[r] as PendingRow;
     let line = "";
     for (let c = 0; c < COPY_COLUMNS.length; c++) {
-      const column = COPY_COLUMNS[c] as (typeof COPY_COLUMNS)[number];
+      const column = COPY_COLUMNS[c] as keyof PendingRow;
       const value = row[column];
       if (c > 0) line += ",";
       if (value === null || value === undefined) continue;

@@ -45,9 +45,9 @@ export async function runCommand(ctx: CliContext, args: readonly string[]): Prom
   // The user runs this file on purpose: its own directory may hold its adapter modules.
   const settings = await settingsOf(ctx, { adapterDir: dirname(path) });
   const { output, flags } = ctx;
-  // One execution, then exit: no retention schedule (`factflow executions prune` runs it on demand).
+  // One execution, then exit: no retention schedule (`factflow executions prune` runs it on demand),
+  // and PGlite's WebAssembly is not worth optimising (see baseline-wasm.ts).
   const { composeRuntime } = await import("@factflow/server");
-  // One execution, then exit: PGlite's WebAssembly is not worth optimising (see baseline-wasm.ts).
   preferBaselineWasm();
   const runtime = await composeRuntime(settings, {
     logger: cliLogger(output),
