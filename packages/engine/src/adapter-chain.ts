@@ -134,8 +134,7 @@ function startStep(
   if (parentRowId !== undefined) row.parentId = parentRowId;
   runtime.lineage.record(row);
   const span = run.trace?.adapterStarted(rowId, adapter.type, index);
-  const cancellation = run.signal;
-  const context: PipelineContext = {
+  const context = {
     message: data,
     envelope: run.envelope,
     executionId: runtime.executionId,
@@ -147,13 +146,29 @@ function startStep(
     lineageId: rowId,
     storage: runtime.storage,
     logger: runtime.logger,
-    // Made on first read: a synchronous adapter that never looks at it costs no AbortController.
-    get signal() {
-      return cancellation.signal;
-    },
+    [CANCELLATION]: run.signal,
   };
-  return { adapter, context, span };
+  // Made on first read: a synchronous adapter that never looks at it costs no AbortController.
+  Object.defineProperty(context, "signal", SIGNAL_PROPERTY);
+  return { adapter, context: context as typeof context & PipelineContext, span };
 }
+
+/** Where a context keeps its delivery's cancellation, for the shared `signal` getter below. */
+const CANCELLATION = Symbol("factflow.cancellation");
+
+/**
+ * A context's `signal`: an accessor (the `AbortSignal` is made on first read), enumerable like the
+ * other fields, so a spread copy of a context carries the signal. One getter function for every
+ * context: an object literal with a getter of its own (a closure per invocation) gave every context
+ * its own hidden class, which cost ~0.9 µs per invocation against ~0.1 µs for this.
+ */
+const SIGNAL_PROPERTY: PropertyDescriptor = {
+  get(this: { readonly [CANCELLATION]: DeliverySignal }): AbortSignal {
+    return this[CANCELLATION].signal;
+  },
+  enumerable: true,
+  configurable: true,
+};
 
 function invoke(step: Step): AdapterResult | PromiseLike<AdapterResult> {
   const { adapter, context, span } = step;

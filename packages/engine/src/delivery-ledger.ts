@@ -37,11 +37,17 @@ export type DeliveryVerdict = "fresh" | "duplicate";
 export class DeliveryLedger {
   readonly #capacity: number;
   /**
-   * Settled ids, oldest first (a Map keeps insertion order: an LRU by settle time), each with its
-   * attempt and outcome packed in one number (`attempt * 2`, +1 when failed): tens of thousands are
-   * kept, and a number per entry is no object for the garbage collector to trace.
+   * Settled ids, each with its attempt and outcome packed in one number (`attempt * 2`, +1 when
+   * failed): tens of thousands are kept, and a number per entry is no object for the garbage
+   * collector to trace.
    */
   readonly #settled = new Map<string, number>();
+  /**
+   * The settled ids in the order they were settled: filled up to `capacity`, then a ring whose
+   * oldest place (`#next`) is reused by each new id.
+   */
+  readonly #order: string[] = [];
+  #next = 0;
   /**
    * Ids with a handler running. The promise that resolves when it ends is only made when a second
    * copy of the message has to wait for it (rare), so the common claim allocates nothing.
@@ -139,12 +145,22 @@ export class DeliveryLedger {
 
   /** Records a final settlement (call before the delivery is acknowledged). */
   settle(id: string, outcome: SettledDelivery["outcome"], attempt: number): void {
-    this.#settled.delete(id);
-    this.#settled.set(id, attempt * 2 + (outcome === "failed" ? 1 : 0));
-    if (this.#settled.size > this.#capacity) {
-      const oldest = this.#settled.keys().next();
-      if (oldest.done !== true) this.#settled.delete(oldest.value);
+    const settled = this.#settled;
+    const size = settled.size;
+    // An id settled again (rare: admission reopens a failure it re-runs) keeps its place in the order.
+    settled.set(id, attempt * 2 + (outcome === "failed" ? 1 : 0));
+    if (settled.size === size) return;
+    // A new id takes the oldest one's place in the ring, which forgets that one. (An id reopened and
+    // settled again holds two places; the older one forgets it early, which only shortens its memory.)
+    const order = this.#order;
+    if (order.length < this.#capacity) {
+      order.push(id);
+      return;
     }
+    const slot = this.#next;
+    settled.delete(order[slot] as string);
+    order[slot] = id;
+    this.#next = slot + 1 === order.length ? 0 : slot + 1;
   }
 
   /** Forgets a failed settlement that a redrive is now re-running. */

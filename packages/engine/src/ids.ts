@@ -1,7 +1,8 @@
 import * as crypto from "node:crypto";
-import { createHash, randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { JsonValue } from "@factflow/protocols";
 import { v7 } from "uuid";
+import { randomUuid, uuidFromHex } from "./uuid-text.js";
 
 /**
  * A UUIDv7 (RFC 9562, time-ordered) from the `uuid` package, used for execution ids so they sort by
@@ -14,7 +15,7 @@ export function uuidv7(now?: number): string {
 
 /** A random UUIDv4 for lineage rows and messages. */
 export function newId(): string {
-  return randomUUID();
+  return randomUuid();
 }
 
 /**
@@ -30,8 +31,7 @@ export function childMessageId(parentId: string, route: string, queue: string, i
     oneShotHash === undefined
       ? createHash("sha256").update(text).digest("hex")
       : oneShotHash("sha256", text, "hex");
-  const variant = ((Number.parseInt(hex.slice(16, 18), 16) & 0x3f) | 0x80).toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(18, 20)}-${hex.slice(20, 32)}`;
+  return uuidFromHex(hex, 8);
 }
 
 /** JSON with object keys sorted, so equal values hash equally whatever their key order. */

@@ -65,9 +65,10 @@ interface Target {
  * Publishes a chain's outputs and resolves once every publish is confirmed (the caller acks only
  * then). Each message gets a `message` lineage row first: fan-out children are registered durably
  * before any of them is published, so a completion check can never run between the parent's ack
- * and its children's publish. Returns how many messages were published; throws the first failure.
+ * and its children's publish. Resolves to how many messages were published (a plain number when
+ * there was nothing to publish); rejects with (or throws) the first failure.
  */
-export function publishOutputs(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> {
+export function publishOutputs(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> | number {
   const queue = batch.outbound[0];
   if (
     queue !== undefined &&
@@ -82,28 +83,43 @@ export function publishOutputs(runtime: ExecutionRuntime, batch: OutboundBatch):
 
 /**
  * The common relay: the chain's data to the route's one outbound queue, nothing emitted. The same
- * steps as {@link publishAll} for one target, without its lists and worker pool.
+ * steps as {@link publishAll} for one target, without its lists and worker pool, and without an
+ * async function: one promise reaction between the broker's confirm and the caller.
  */
-async function publishOne(
+function publishOne(
   runtime: ExecutionRuntime,
   batch: OutboundBatch,
   queue: string,
   body: JsonValue,
-): Promise<number> {
+): Promise<number> | number {
   const target: Target = { queue, body, parentId: batch.lastRowId };
   const row = outputRow(runtime, batch, parentKeyOf(batch), target, 0);
   if (row === undefined) return 0;
-  batch.watermark.add(1);
+  const watermark = batch.watermark;
+  watermark.add(1);
+  let sent: Promise<unknown>;
   try {
     runtime.lineage.record(row);
     const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
-    if (room !== undefined) await room;
     const reseeded = batch.redelivered === true || isReseeded(batch.envelope);
-    await publishTarget(runtime, batch, target, row.id, reseeded);
-    return 1;
-  } finally {
-    batch.watermark.done(1);
+    sent =
+      room === undefined
+        ? sendTarget(runtime, batch, target, row.id, reseeded)
+        : room.then(() => sendTarget(runtime, batch, target, row.id, reseeded));
+  } catch (error) {
+    watermark.done(1);
+    throw error;
   }
+  return sent.then(
+    () => {
+      watermark.done(1);
+      return 1;
+    },
+    (error: unknown) => {
+      watermark.done(1);
+      return publishFailed(runtime, row.id, error);
+    },
+  );
 }
 
 /**
@@ -261,6 +277,21 @@ async function publishTarget(
   id: string,
   reseeded: boolean,
 ): Promise<void> {
+  try {
+    await sendTarget(runtime, batch, target, id, reseeded);
+  } catch (error) {
+    publishFailed(runtime, id, error);
+  }
+}
+
+/** The broker publish of one target under its registered row's id (a synchronous throw rejects). */
+function sendTarget(
+  runtime: ExecutionRuntime,
+  batch: OutboundBatch,
+  target: Target,
+  id: string,
+  reseeded: boolean,
+): Promise<unknown> {
   const headers: Record<string, string> = target.headers === undefined ? {} : { ...target.headers };
   // Children of a re-seeded or redelivered message may have run already, in a process that died
   // or in another server of the cluster.
@@ -277,11 +308,31 @@ async function publishTarget(
   if (target.priority !== undefined) message.priority = target.priority;
   batch.trace?.stamp(message, target.parentId);
   try {
-    await runtime.queue.publish(`/queue/${target.queue}`, message);
+    // A native promise whatever the provider returned (resolving a native one allocates nothing).
+    return Promise.resolve(runtime.queue.publish(queueDestination(target.queue), message));
   } catch (error) {
-    runtime.lineage.update(id, { status: "failed", error: errorInfoOf(error), finishedAt: nowIso() });
-    throw error;
+    return Promise.reject(error);
   }
+}
+
+/** `/queue/<name>` of the queues published to, made once each (a pipeline has few). */
+const destinations = new Map<string, string>();
+
+function queueDestination(queue: string): string {
+  let destination = destinations.get(queue);
+  if (destination === undefined) {
+    destination = `/queue/${queue}`;
+    // Bounded: executions come and go, and queue names with them.
+    if (destinations.size >= 1024) destinations.clear();
+    destinations.set(queue, destination);
+  }
+  return destination;
+}
+
+/** Closes the row of a message whose publish failed (it must not keep the execution open); rethrows. */
+function publishFailed(runtime: ExecutionRuntime, id: string, error: unknown): never {
+  runtime.lineage.update(id, { status: "failed", error: errorInfoOf(error), finishedAt: nowIso() });
+  throw error;
 }
 
 /**

@@ -372,83 +372,142 @@ export class RouteProcessor {
     return this.#process(delivery, providerSignal, trace);
   }
 
-  async #process(
+  /**
+   * Runs the route's chain for a delivery and settles its row. Synchronous while nothing waits (free
+   * slots, a synchronous chain); otherwise the promise of the result. Every path ends in
+   * {@link #end}, once.
+   */
+  #process(
     delivery: Delivery,
     providerSignal: AbortSignal,
     trace: ChainTrace | undefined,
-  ): Promise<HandlerResult> {
+  ): Promise<HandlerResult> | HandlerResult {
     const runtime = this.#runtime;
     // Either the provider (timeout, unsubscribe) or the execution (cancel, fail) may cancel the
     // handler. Its AbortSignal is made only when something waits on it (see DeliverySignal); the
     // execution's signal outlives many deliveries, so it has one listener per route that aborts every
     // controller made.
     const signal = new DeliverySignal(providerSignal, runtime.signal, this.#controllers);
-    const envelope = delivery.message;
-    const slots = { held: 0 };
     this.counters.inFlight++;
     runtime.onActivity();
-    const run: ChainRun = {
-      route: this.name,
-      adapters: this.#options.adapters,
-      batches: this.batches,
-      envelope,
-      attempt: delivery.attempt,
-      signal,
-      emitted: [],
-      followers: [],
-      trace,
+    const work: DeliveryWork = {
+      delivery,
+      providerSignal,
+      slots: 0,
+      run: {
+        route: this.name,
+        adapters: this.#options.adapters,
+        batches: this.batches,
+        envelope: delivery.message,
+        attempt: delivery.attempt,
+        signal,
+        emitted: [],
+        followers: [],
+        trace,
+      },
     };
+    let result: Promise<HandlerResult> | HandlerResult;
     try {
-      // Free slots are taken synchronously; only a wait needs the AbortSignal.
-      if (!runtime.globalSlots.tryAcquire()) await runtime.globalSlots.acquire(signal.signal);
-      slots.held = 1;
+      result = this.#run(work);
+    } catch (error) {
+      return this.#failedThenEnd(work, error);
+    }
+    if (!(result instanceof Promise)) {
+      this.#end(work);
+      return result;
+    }
+    return result.then(
+      (value) => {
+        this.#end(work);
+        return value;
+      },
+      (error: unknown) => this.#failedThenEnd(work, error),
+    );
+  }
+
+  /** Takes the slots (free ones synchronously) and runs the chain. */
+  #run(work: DeliveryWork): Promise<HandlerResult> | HandlerResult {
+    const runtime = this.#runtime;
+    if (!runtime.globalSlots.tryAcquire()) return this.#runAfterWaits(work);
+    work.slots = 1;
+    if (!this.#routeSlots.tryAcquire()) return this.#runAfterWaits(work);
+    work.slots = 2;
+    if (!this.#watermark.isBelow) return this.#runAfterWaits(work);
+    return this.#runChain(work);
+  }
+
+  /** The slow path of {@link #run}: waits for the slots it does not hold yet, and the watermark. */
+  async #runAfterWaits(work: DeliveryWork): Promise<HandlerResult> {
+    const signal = work.run.signal;
+    if (work.slots < 1) {
+      await this.#runtime.globalSlots.acquire(signal.signal);
+      work.slots = 1;
+    }
+    if (work.slots < 2) {
       const routeSlots = this.#routeSlots;
       if (!routeSlots.tryAcquire()) await routeSlots.acquire(signal.signal);
-      slots.held = 2;
-      if (!this.#watermark.isBelow) await this.#watermark.whenBelow(signal.signal);
-      // Marked `processing` by the next sweep if still in flight then (see #unmarked).
-      this.#unmarked.set(envelope.id, delivery.attempt);
-      let outcome = runChain(runtime, run, envelope.body, 0, undefined);
-      if (outcome instanceof Promise) outcome = await outcome;
-      if (outcome.kind === "held") return await this.#whileHeld(delivery, run, outcome, slots);
-      return await this.#complete(delivery, run, outcome);
-    } catch (error) {
-      return this.#failed(delivery, run, providerSignal, error);
+      work.slots = 2;
+    }
+    if (!this.#watermark.isBelow) await this.#watermark.whenBelow(signal.signal);
+    return this.#runChain(work);
+  }
+
+  #runChain(work: DeliveryWork): Promise<HandlerResult> | HandlerResult {
+    const { delivery, run } = work;
+    // Marked `processing` by the next sweep if still in flight then (see #unmarked).
+    this.#unmarked.set(delivery.message.id, delivery.attempt);
+    const outcome = runChain(this.#runtime, run, delivery.message.body, 0, undefined);
+    if (outcome instanceof Promise) return outcome.then((o) => this.#afterChain(work, o));
+    return this.#afterChain(work, outcome);
+  }
+
+  #afterChain(work: DeliveryWork, outcome: ChainOutcome): Promise<HandlerResult> | HandlerResult {
+    if (outcome.kind === "held") return this.#whileHeld(work, outcome);
+    return this.#complete(work.delivery, work.run, outcome);
+  }
+
+  /** A handling that threw: decides its result (see #failed), then ends it. */
+  #failedThenEnd(work: DeliveryWork, error: unknown): HandlerResult {
+    try {
+      return this.#failed(work.delivery, work.run, work.providerSignal, error);
     } finally {
-      this.#unmarked.delete(envelope.id);
-      signal.dispose();
-      this.#releaseSlots(slots);
-      this.counters.inFlight--;
-      runtime.onMaybeIdle();
-      runtime.deliveries.release(envelope.id);
+      this.#end(work);
     }
   }
 
-  /** Gives back the execution's and the route's slot, whichever of them `slots` holds. */
-  #releaseSlots(slots: { held: number }): void {
-    if (slots.held >= 2) this.#routeSlots.release();
-    if (slots.held >= 1) this.#runtime.globalSlots.release();
-    slots.held = 0;
+  /** What every handling does last, whatever its outcome: slots, claim and counters given back. */
+  #end(work: DeliveryWork): void {
+    const runtime = this.#runtime;
+    const id = work.delivery.message.id;
+    this.#unmarked.delete(id);
+    work.run.signal.dispose();
+    this.#releaseSlots(work);
+    this.counters.inFlight--;
+    runtime.onMaybeIdle();
+    runtime.deliveries.release(id);
+  }
+
+  /** Gives back the execution's and the route's slot, whichever of them `work` holds. */
+  #releaseSlots(work: DeliveryWork): void {
+    if (work.slots >= 2) this.#routeSlots.release();
+    if (work.slots >= 1) this.#runtime.globalSlots.release();
+    work.slots = 0;
   }
 
   /**
    * A delivery parked in a stateful adapter's batch: its slots go back while the batch fills; it
    * settles with the batch, or carries the emitted batch on through the rest of the chain.
    */
-  async #whileHeld(
-    delivery: Delivery,
-    run: ChainRun,
-    held: ChainOutcome & { kind: "held" },
-    slots: { held: number },
-  ): Promise<HandlerResult> {
+  async #whileHeld(work: DeliveryWork, held: ChainOutcome & { kind: "held" }): Promise<HandlerResult> {
     const runtime = this.#runtime;
+    const { delivery, run } = work;
     const envelope = delivery.message;
     const signal = run.signal;
     const trace = run.trace;
     let outcome: ChainOutcome = held;
     while (outcome.kind === "held") {
       // Parked in a batch: give the slots back so other work proceeds while the batch fills.
-      this.#releaseSlots(slots);
+      this.#releaseSlots(work);
       this.counters.inFlight--;
       this.counters.held++;
       runtime.onMaybeIdle();
@@ -516,9 +575,11 @@ export class RouteProcessor {
     return this.#settle(delivery, MessageStatus.FAILED, info);
   }
 
-  async #complete(delivery: Delivery, run: ChainRun, outcome: ChainOutcome): Promise<HandlerResult> {
-    let status: MessageStatus = MessageStatus.ACKNOWLEDGED;
-    let error: LineageErrorInfo | undefined;
+  #complete(
+    delivery: Delivery,
+    run: ChainRun,
+    outcome: ChainOutcome,
+  ): Promise<HandlerResult> | HandlerResult {
     if (run.trace !== undefined && run.followers.length > 0) {
       // Fan-in: the batch's other members settle with this delivery; link their spans.
       for (const follower of run.followers) {
@@ -532,31 +593,57 @@ export class RouteProcessor {
       run.trace.delivery.setAttributes({ [TraceAttribute.batchMembers]: run.followers.length + 1 });
     }
     if (outcome.kind === "failed") {
-      error = outcome.error;
-      status = error.fatal || !error.retryable ? MessageStatus.REJECTED : MessageStatus.FAILED;
+      const error = outcome.error;
+      const status = error.fatal || !error.retryable ? MessageStatus.REJECTED : MessageStatus.FAILED;
       if (error.fatal)
         this.#runtime.onFatal(new FatalAdapterError(this.name, outcome.adapter, error.message));
-    } else if (outcome.kind === "done") {
-      try {
-        this.counters.published += await publishOutputs(this.#runtime, {
-          route: this.name,
-          outbound: this.#options.route.outbound,
-          envelope: delivery.message,
-          redelivered: delivery.redelivered,
-          data: outcome.data,
-          lastRowId: outcome.lastRowId,
-          emitted: run.emitted,
-          watermark: this.#watermark,
-          maxFanoutPending: this.#options.maxFanoutPending,
-          batchMembers: run.followers.length === 0 ? undefined : run.followers.map((f) => f.messageId),
-          trace: run.trace,
-        });
-      } catch (publishError) {
-        if (run.signal.aborted) throw publishError;
-        status = MessageStatus.FAILED;
-        error = errorInfoOf(publishError, { retryable: true });
-      }
+      return this.#settleAll(delivery, run, status, error);
     }
+    if (outcome.kind !== "done") return this.#settleAll(delivery, run, MessageStatus.ACKNOWLEDGED);
+    let published: Promise<number> | number;
+    try {
+      published = publishOutputs(this.#runtime, {
+        route: this.name,
+        outbound: this.#options.route.outbound,
+        envelope: delivery.message,
+        redelivered: delivery.redelivered,
+        data: outcome.data,
+        lastRowId: outcome.lastRowId,
+        emitted: run.emitted,
+        watermark: this.#watermark,
+        maxFanoutPending: this.#options.maxFanoutPending,
+        batchMembers: run.followers.length === 0 ? undefined : run.followers.map((f) => f.messageId),
+        trace: run.trace,
+      });
+    } catch (error) {
+      return this.#publishFailed(delivery, run, error);
+    }
+    if (typeof published === "number") {
+      this.counters.published += published;
+      return this.#settleAll(delivery, run, MessageStatus.ACKNOWLEDGED);
+    }
+    return published.then(
+      (count) => {
+        this.counters.published += count;
+        return this.#settleAll(delivery, run, MessageStatus.ACKNOWLEDGED);
+      },
+      (error: unknown) => this.#publishFailed(delivery, run, error),
+    );
+  }
+
+  /** A publish of the chain's outputs failed: the delivery fails (and is retried), unless cancelled. */
+  #publishFailed(delivery: Delivery, run: ChainRun, error: unknown): HandlerResult {
+    if (run.signal.aborted) throw error;
+    return this.#settleAll(delivery, run, MessageStatus.FAILED, errorInfoOf(error, { retryable: true }));
+  }
+
+  /** Settles the delivery and the batch members it carries the same way. */
+  #settleAll(
+    delivery: Delivery,
+    run: ChainRun,
+    status: MessageStatus,
+    error?: LineageErrorInfo,
+  ): HandlerResult {
     for (const follower of run.followers)
       follower.resolve({ kind: "settle", status, ...(error ? { error } : {}) });
     return this.#settle(delivery, status, error);
@@ -600,6 +687,15 @@ export class RouteProcessor {
     this.#runtime.onSettled();
     return error === undefined ? status : { status, reason: error.message.slice(0, 500) };
   }
+}
+
+/** One delivery's handling as it goes through {@link RouteProcessor}: what #end gives back. */
+interface DeliveryWork {
+  readonly delivery: Delivery;
+  readonly providerSignal: AbortSignal;
+  readonly run: ChainRun;
+  /** 0: no slot held; 1: the execution's; 2: the execution's and the route's. */
+  slots: number;
 }
 
 /** Subscribe attempts before a route gives up on a transient broker failure (about 6 s in all). */

@@ -196,6 +196,21 @@ describe("DeliveryLedger", () => {
     expect(ledger.classify("c", 1, true)).toBe("duplicate");
   });
 
+  it("remembers at most `capacity` settlements, forgetting the oldest first, however many pass", () => {
+    const ledger = new DeliveryLedger(3);
+    for (let i = 0; i < 10; i++) ledger.settle(`m${i}`, "completed", 1);
+    expect([...Array(10).keys()].filter((i) => ledger.isSettled(`m${i}`))).toEqual([7, 8, 9]);
+    // A reopened failure settled again stays remembered until its newest place comes round.
+    ledger.settle("f", "failed", 2);
+    ledger.reopen("f");
+    ledger.settle("f", "completed", 1);
+    expect(ledger.settled("f")).toEqual({ outcome: "completed", attempt: 1 });
+    expect(ledger.isSettled("m8")).toBe(false);
+    ledger.settle("n", "completed", 1);
+    expect(ledger.isSettled("m9")).toBe(false);
+    expect(ledger.isSettled("n")).toBe(true);
+  });
+
   it("lets a second copy wait for the first to finish, and gives up on abort", async () => {
     const ledger = new DeliveryLedger();
     const never = new AbortController().signal;

@@ -48,4 +48,22 @@ describe("findNonJson", () => {
     const shared = { x: 1 };
     expect(findNonJson({ a: shared, b: shared })).toBeUndefined();
   });
+
+  it("gives the same answers when a check runs inside another (a proxy trap publishing, say)", () => {
+    const inner: string[] = [];
+    const body = new Proxy(
+      { a: { b: 1 } },
+      {
+        getPrototypeOf(target) {
+          inner.push(String(findNonJson({ x: [1, undefined] })));
+          return Object.getPrototypeOf(target);
+        },
+      },
+    );
+    expect(findNonJson({ outer: body, after: { c: () => 1 } })).toBe("$.after.c");
+    expect(inner[0]).toBe("$.x[1]");
+    // And the shared stack is left clean: a later check sees no stale "cycle".
+    const again = { a: { b: 1 } };
+    expect(findNonJson({ one: again, two: again })).toBeUndefined();
+  });
 });

@@ -201,7 +201,10 @@ export function prepareOutbound(
         `headers for "${destination}" must be an object of string values`,
       );
     }
-    for (const [key, value] of Object.entries(message.headers)) {
+    const given = message.headers as Record<string, unknown>;
+    for (const key in given) {
+      if (!Object.hasOwn(given, key)) continue;
+      const value = given[key];
       if (typeof value !== "string") {
         throw invalidInputError(
           provider,
