@@ -87,7 +87,7 @@ export function decodeMessage(
   const decoded = decodePayload(payload);
   if ("error" in decoded) return decoded;
   // The envelope owns one copy of the headers; the other stays as received, for copies to re-publish.
-  const { envelope, attempt } = envelopeFromHeaders({ ...decoded.headers }, decoded.body, {
+  const { envelope, attempt } = envelopeFromHeaders(Object.assign({}, decoded.headers), decoded.body, {
     publishedAt: fallbackPublishedAt,
   });
   return { envelope, attempt, headers: decoded.headers, body: decoded.body };
