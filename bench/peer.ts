@@ -191,7 +191,10 @@ class LineageDatabases {
   }
 }
 
-export async function engineRound(n: number, db: LineageDatabase): Promise<Round> {
+export async function engineRound(
+  n: number,
+  db: Pick<LineageDatabase, "lineage" | "executions">,
+): Promise<Round> {
   const queue = createEmbeddedProvider({ mode: "memory" });
   await queue.connect();
   const engine = createEngine({
