@@ -1,7 +1,7 @@
 /**
  * The engine side of `pnpm bench peer` alone, for profiling the engine's own cost:
  *
- *     node --cpu-prof --cpu-prof-dir=prof --conditions=factflow-source --import tsx bench/_profile-peer.ts [N] [memory|pglite|postgres] [rounds]
+ *     node --cpu-prof --cpu-prof-dir=prof --conditions=factflow-source --import tsx bench/_profile-peer.ts [N] [memory|pglite|postgres|counting] [rounds]
  *
  * One warm-up round of 1000, then `rounds` rounds (default 1) of N (default 20 000); prints CPU µs
  * per hop of each round and the lowest, which is the steadiest figure on a busy machine.
@@ -11,6 +11,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { openLineageDatabase } from "@factflow/lineage";
 import { createScratchDatabase } from "./_scratch-database.js";
+import { CountingLineage } from "./hop-cpu.js";
 import { engineRound } from "./peer.js";
 
 const n = Number(process.argv[2] ?? 20_000);
@@ -19,13 +20,15 @@ const rounds = Math.max(1, Number(process.argv[4] ?? 1));
 const dir = await mkdtemp(join(tmpdir(), "factflow-profile-peer-"));
 // PostgreSQL lineage goes to a scratch database, dropped at the end.
 const scratch = mode === "postgres" ? await createScratchDatabase() : undefined;
-const db = await openLineageDatabase(
-  mode === "memory"
+const opened = await openLineageDatabase(
+  mode === "memory" || mode === "counting"
     ? { memory: true }
     : scratch !== undefined
       ? { databaseUrl: scratch.url }
       : { dataDir: dir },
 );
+// `counting`: lineage left out (see bench/hop-cpu.ts), the engine's own cost.
+const db = mode === "counting" ? { lineage: new CountingLineage(), executions: opened.executions } : opened;
 try {
   await engineRound(1000, db);
   const perHop: number[] = [];
@@ -49,7 +52,7 @@ try {
     }),
   );
 } finally {
-  await db.close();
+  await opened.close();
   await scratch?.drop();
   await rm(dir, { recursive: true, force: true });
 }

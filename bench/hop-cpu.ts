@@ -41,7 +41,7 @@ const OPEN: ReadonlySet<string> = new Set(OPEN_LINEAGE_STATUSES);
  * Lineage reduced to what completion needs: the open rows of each execution. Queries answer empty;
  * it is a measuring device for this bench, not a store.
  */
-class CountingLineage implements LineageProtocol {
+export class CountingLineage implements LineageProtocol {
   /** Open row id → its execution. */
   readonly #open = new Map<string, string>();
   readonly #openPerExecution = new Map<string, number>();
