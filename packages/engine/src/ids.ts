@@ -36,11 +36,53 @@ export function childMessageId(parentId: string, route: string, queue: string, i
 
 /** JSON with object keys sorted, so equal values hash equally whatever their key order. */
 export function canonicalJson(value: JsonValue): string {
+  // Most values are built with their keys in order already: then the native serialiser gives the
+  // same text, in one flat string, far faster than the concatenation below.
+  if (isInCanonicalOrder(value, 0)) return JSON.stringify(value);
+  return spelledOut(value);
+}
+
+/**
+ * True when `JSON.stringify(value)` is its canonical JSON: plain objects whose own keys come in
+ * sorted order (as `Array.prototype.sort` orders them), arrays, strings, finite numbers, booleans
+ * and null all the way down (at most 64 levels). Anything else (`undefined`, a class instance, a
+ * `toJSON`, a non-finite number) takes the spelled-out path, which keeps its historical text.
+ */
+function isInCanonicalOrder(value: unknown, depth: number): boolean {
+  if (value === null) return true;
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value);
+    case "object": {
+      if (depth > 64) return false;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!isInCanonicalOrder(value[i], depth + 1)) return false;
+        return true;
+      }
+      if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+      let previous: string | undefined;
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) return false;
+        if (previous !== undefined && previous > key) return false;
+        previous = key;
+        if (!isInCanonicalOrder((value as Record<string, unknown>)[key], depth + 1)) return false;
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+function spelledOut(value: JsonValue): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value);
   let out = "";
   if (Array.isArray(value)) {
     out = "[";
-    for (let i = 0; i < value.length; i++) out += (i === 0 ? "" : ",") + canonicalJson(value[i] as JsonValue);
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? "" : ",") + spelledOut(value[i] as JsonValue);
     return `${out}]`;
   }
   const keys = Object.keys(value);
@@ -54,7 +96,7 @@ export function canonicalJson(value: JsonValue): string {
   out = "{";
   let first = true;
   for (const k of keys) {
-    out += `${first ? "" : ","}${JSON.stringify(k)}:${canonicalJson(value[k] as JsonValue)}`;
+    out += `${first ? "" : ","}${JSON.stringify(k)}:${spelledOut(value[k] as JsonValue)}`;
     first = false;
   }
   return `${out}}`;

@@ -35,6 +35,12 @@ export interface OutboundBatch {
    * are flagged like re-seeded messages and judged by their lineage rows on arrival.
    */
   readonly redelivered?: boolean;
+  /**
+   * The delivery is the message's first run anywhere: attempt 1, neither redelivered nor re-seeded
+   * (nor the original of a re-seeded copy), no batch members. Its children cannot exist yet, so
+   * their ids are not looked up in the delivery ledger. Anything else, or leaving it out, looks them up.
+   */
+  readonly firstRun?: boolean;
   /** The chain's final data: published to every outbound queue unless null. */
   readonly data: JsonValue | null;
   /** The adapter row the final data came from. */
@@ -137,8 +143,10 @@ function outputRow(
   index: number,
 ): LineageRow | undefined {
   const messageId = childMessageId(parentKey, batch.route, target.queue, index);
-  const ledger = runtime.deliveries;
-  if (ledger.isSettled(messageId) || ledger.isRunning(messageId)) return undefined;
+  if (batch.firstRun !== true) {
+    const ledger = runtime.deliveries;
+    if (ledger.isSettled(messageId) || ledger.isRunning(messageId)) return undefined;
+  }
   return messageRow({
     executionId: runtime.executionId,
     route: runtime.routeForQueue(target.queue) ?? target.queue,
@@ -218,9 +226,12 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
     let failure: unknown;
     if (targets.length === 1) {
       // One message (the common relay): no worker pool.
+      const id = (rows[0] as LineageRow).id;
       try {
-        await publishTarget(runtime, batch, targets[0] as Target, (rows[0] as LineageRow).id, reseeded);
+        await sendTarget(runtime, batch, targets[0] as Target, id, reseeded);
         published++;
+      } catch (error) {
+        publishFailed(runtime, id, error);
       } finally {
         remaining--;
         batch.watermark.done(1);
@@ -242,11 +253,12 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
               if (pause === turn) pause = undefined;
             });
           }
+          const id = (rows[i] as LineageRow).id;
           try {
-            await publishTarget(runtime, batch, targets[i] as Target, (rows[i] as LineageRow).id, reseeded);
+            await sendTarget(runtime, batch, targets[i] as Target, id, reseeded);
             published++;
           } catch (error) {
-            failure ??= error;
+            failure ??= closeUnpublished(runtime, id, error);
           } finally {
             remaining--;
             batch.watermark.done(1);
@@ -263,24 +275,6 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
   } catch (error) {
     batch.watermark.done(remaining); // what was never attempted (e.g. registerPending failed)
     throw error;
-  }
-}
-
-/**
- * Publishes one target under its registered row's id; a failed publish closes that row (never
- * published, it must not keep the execution open) and rethrows.
- */
-async function publishTarget(
-  runtime: ExecutionRuntime,
-  batch: OutboundBatch,
-  target: Target,
-  id: string,
-  reseeded: boolean,
-): Promise<void> {
-  try {
-    await sendTarget(runtime, batch, target, id, reseeded);
-  } catch (error) {
-    publishFailed(runtime, id, error);
   }
 }
 
@@ -331,10 +325,22 @@ function queueDestination(queue: string): string {
   return destination;
 }
 
-/** Closes the row of a message whose publish failed (it must not keep the execution open); rethrows. */
+/**
+ * Closes the row of a message whose publish failed (never published, it must not keep the execution
+ * open). Returns the error to report: the publish's, or the lineage's when the row could not be closed.
+ */
+function closeUnpublished(runtime: ExecutionRuntime, id: string, error: unknown): unknown {
+  try {
+    runtime.lineage.update(id, { status: "failed", error: errorInfoOf(error), finishedAt: nowIso() });
+  } catch (closing) {
+    return closing;
+  }
+  return error;
+}
+
+/** {@link closeUnpublished}, then throws what it reports. */
 function publishFailed(runtime: ExecutionRuntime, id: string, error: unknown): never {
-  runtime.lineage.update(id, { status: "failed", error: errorInfoOf(error), finishedAt: nowIso() });
-  throw error;
+  throw closeUnpublished(runtime, id, error);
 }
 
 /**

@@ -27,6 +27,7 @@ import { nowIso } from "./ids.js";
 import { errorInfoOf } from "./lineage-rows.js";
 import { publishOutputs } from "./outbound-publisher.js";
 import { recordSkipped } from "./record-skipped.js";
+import { isReseeded } from "./reseed.js";
 import type { RouteCondition } from "./route-condition.js";
 import type { RouteQueueOptions } from "./route-queue-options.js";
 import type { ExecutionRuntime } from "./runtime.js";
@@ -607,6 +608,7 @@ export class RouteProcessor {
         outbound: this.#options.route.outbound,
         envelope: delivery.message,
         redelivered: delivery.redelivered,
+        firstRun: this.#isFirstRun(delivery, run),
         data: outcome.data,
         lastRowId: outcome.lastRowId,
         emitted: run.emitted,
@@ -628,6 +630,21 @@ export class RouteProcessor {
         return this.#settleAll(delivery, run, MessageStatus.ACKNOWLEDGED);
       },
       (error: unknown) => this.#publishFailed(delivery, run, error),
+    );
+  }
+
+  /**
+   * True when this delivery is its message's first run: every way a message runs again (a retry, a
+   * broker redelivery, a copy re-seeded by `resume` and its original, a batch emitted again) shows
+   * in the attempt, the broker's flag, the re-seed header or set, or batch members.
+   */
+  #isFirstRun(delivery: Delivery, run: ChainRun): boolean {
+    return (
+      delivery.attempt === 1 &&
+      !delivery.redelivered &&
+      run.followers.length === 0 &&
+      !isReseeded(delivery.message) &&
+      !this.#runtime.reseeded.has(delivery.message.id)
     );
   }
 

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { JsonValue } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
 import { canonicalJson, childMessageId, hashJson, newId } from "../src/ids.js";
 
@@ -10,6 +11,44 @@ describe("input hashes", () => {
     expect(hashJson(value)).toBe(expected);
     expect(hashJson({ c: true, a: 'q"uote', b: [1, { x: null, y: "ü" }] })).toBe(expected);
     expect(hashJson(null)).toBe(createHash("sha256").update("null").digest("hex"));
+  });
+});
+
+/** The canonical JSON as earlier releases spelled it out: the reference the hashes must keep. */
+function reference(value: unknown): string {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) as string;
+  // Concatenated like the release did: a member that is not JSON reads "undefined".
+  if (Array.isArray(value)) return `[${value.map((member) => `${reference(member)}`).join(",")}]`;
+  const record = value as Record<string, unknown>;
+  return `{${Object.keys(record)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${reference(record[k])}`)
+    .join(",")}}`;
+}
+
+describe("canonical JSON", () => {
+  it("is the same text as before whatever the shape: ordered or not, nested, integer-like keys", () => {
+    const values: unknown[] = [
+      { a: 1, b: "two", c: [true, null, { d: 1.5, e: -0 }] },
+      { b: 1, a: 2 },
+      { "1": "x", "2": "y", "10": "z", a: { z: 1, y: [2, { q: 'ü\u2028"' }] } },
+      [{ x: 1 }, [{ y: [] }, {}], "s", 3e21, -1e-7],
+      JSON.parse('{"__proto__": {"b": 1}, "a": 0}'),
+      { nested: { deeper: { deepest: { a: "\ud800", b: "\n" } } } },
+      "plain",
+      42,
+      null,
+    ];
+    for (const value of values) {
+      expect(canonicalJson(value as JsonValue)).toBe(reference(value));
+      expect(hashJson(value as JsonValue)).toBe(createHash("sha256").update(reference(value)).digest("hex"));
+    }
+  });
+
+  it("keeps the spelled-out text for values that are not plain JSON", () => {
+    // Not JSON, but adapters may return them: their hashes must not change either.
+    const odd: unknown[] = [{ a: undefined }, [undefined], { d: new Date(0) }, { n: Number.NaN }];
+    for (const value of odd) expect(canonicalJson(value as JsonValue)).toBe(reference(value));
   });
 });
 
