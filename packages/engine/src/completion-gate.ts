@@ -78,8 +78,12 @@ export class CompletionGate {
     void this.#loop();
   }
 
+  /** Asked at the end of every delivery: a plain loop, no callback. */
   #activeIdle(): boolean {
-    return this.#options.processors.every((p) => p.isActiveIdle);
+    const processors = this.#options.processors;
+    for (let i = 0; i < processors.length; i++)
+      if (!(processors[i] as RouteProcessor).isActiveIdle) return false;
+    return true;
   }
 
   async #loop(): Promise<void> {
