@@ -193,22 +193,29 @@ export class StompLink {
       }
       throw error;
     }
+    // Once only: Artemis answers a second UNSUBSCRIBE of the same id with an ERROR frame and closes
+    // the connection (overlapping restarts each let go of the consumer they replaced, the same one).
+    let unsubscribed: Promise<void> | undefined;
+    const unsubscribeOnce = async (): Promise<void> => {
+      if (!this.connected || this.generationValue !== generation) return;
+      const unsubscribeReceipt = this.nextReceipt();
+      const done = this.expectReceipt(unsubscribeReceipt, `unsubscribe from "${destination}"`);
+      try {
+        subscription.unsubscribe({ receipt: unsubscribeReceipt });
+      } catch (error) {
+        this.failReceipt(
+          unsubscribeReceipt,
+          classifyArtemisError(error, `unsubscribe from "${destination}"`),
+        );
+      }
+      await done.catch(() => {});
+    };
     return {
       id: subscription.id,
       generation,
-      unsubscribe: async () => {
-        if (!this.connected || this.generationValue !== generation) return;
-        const unsubscribeReceipt = this.nextReceipt();
-        const done = this.expectReceipt(unsubscribeReceipt, `unsubscribe from "${destination}"`);
-        try {
-          subscription.unsubscribe({ receipt: unsubscribeReceipt });
-        } catch (error) {
-          this.failReceipt(
-            unsubscribeReceipt,
-            classifyArtemisError(error, `unsubscribe from "${destination}"`),
-          );
-        }
-        await done.catch(() => {});
+      unsubscribe: () => {
+        unsubscribed ??= unsubscribeOnce();
+        return unsubscribed;
       },
     };
   }
