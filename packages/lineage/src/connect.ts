@@ -19,7 +19,7 @@ export interface PostgresConnectOptions {
   readonly connectTimeoutSeconds?: number;
   /** `application_name` of the lineage connections (lets operators and tests find them). @default "factflow-lineage" */
   readonly lineageApplicationName?: string;
-  /** Connections of the lineage writer. @default 2 */
+  /** Connections of the lineage writer's bulk lane (two batches in flight, each an insert and an update). @default 4 */
   readonly writerPoolSize?: number;
 }
 
@@ -69,7 +69,7 @@ export async function connectPostgres(
     );
   }
   const writer = createPostgresSqlRunner(url, {
-    max: options.writerPoolSize ?? 2,
+    max: options.writerPoolSize ?? 4,
     applicationName: `${lineageApp}-writer`,
     connectTimeoutSeconds,
   });

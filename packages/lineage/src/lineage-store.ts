@@ -141,7 +141,7 @@ export class LineageStore implements LineageProtocol {
         select id, message_id from lineage where execution_id = ${executionId} and message_id = ${messageId}
         union
         select n.id, n.message_id from down cross join lateral (
-          select c.id, c.message_id from lineage c where c.parent_id = down.id
+          select c.id, c.message_id from lineage c where c.parent_id = down.id and c.kind = 'message'
           union all
           select s.id, s.message_id from lineage s
             where s.execution_id = ${executionId} and s.message_id = down.message_id

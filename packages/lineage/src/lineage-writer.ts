@@ -43,7 +43,9 @@ interface RoomWaiter {
  *
  * - the bulk lane takes `record`/`update`: a row recorded and then updated before its batch leaves
  *   is written once; rows go out as one multi-row upsert and updates as one batched UPDATE per
- *   commit; batches are written one after another, so one row's changes apply in order;
+ *   commit; two batches may commit side by side on a connection pool of their own, but never two
+ *   writes of one row: a batch stops before the first queued write whose row is in flight, so one
+ *   row's changes apply in order;
  * - the pending lane takes `registerPending` rows, which a caller awaits before publishing: they
  *   are group-committed on their own (on their own connection where the runner offers one), so
  *   their latency is one small commit, not the bulk batches queued ahead of them.
@@ -69,9 +71,14 @@ export class LineageWriter {
   #inserts = new Map<string, PendingRow>();
   #updates = new Map<string, PendingUpdate>();
   #waiters: Waiter[] = [];
+  /** Ids of the rows in bulk batches in flight (disjoint between batches). */
   #inFlight = new Set<string>();
   #draining: Promise<void> | undefined;
-  #batch: Promise<unknown> | undefined;
+  /** Bulk commits in flight (at most `#bulkWidth`). */
+  #bulkFlights = new Set<Promise<void>>();
+  /** Settles once every bulk batch taken so far is committed (or counted lost). */
+  #bulkTail: Promise<void> = Promise.resolve();
+  readonly #bulkWidth: number;
   #timer: NodeJS.Timeout | undefined;
 
   // Pending lane.
@@ -105,6 +112,8 @@ export class LineageWriter {
     this.#laneShared = laneRunner === runner;
     // Two commits in flight on a connection pool of their own; one when the connection is shared.
     this.#laneWidth = this.#laneShared ? 1 : LANE_WIDTH;
+    // One connection (PGlite) runs one statement at a time: a second batch in flight gains nothing.
+    this.#bulkWidth = this.#laneShared ? 1 : BULK_WIDTH;
     this.#bulk = new BatchCommitter(runner, logger, policy, this.#counters);
     this.#lane = new BatchCommitter(laneRunner, logger, policy, this.#counters);
   }
@@ -278,8 +287,7 @@ export class LineageWriter {
   // ---- bulk lane ----
 
   #flushBulk(): Promise<void> {
-    if (this.#inserts.size + this.#updates.size === 0)
-      return this.#batch?.then(() => {}) ?? Promise.resolve();
+    if (this.#inserts.size + this.#updates.size === 0) return this.#bulkTail;
     // Batches take from the front of the queue, so what is queued now is done once this many
     // rows and updates have been taken and their batch committed (or counted lost).
     const done = new Promise<void>((resolve) =>
@@ -312,34 +320,62 @@ export class LineageWriter {
   }
 
   async #drain(): Promise<void> {
-    // While a commit is in flight new writes pile up; they go out together as soon as it ends.
+    // While commits are in flight new writes pile up; they go out together as soon as one ends.
     while (this.#inserts.size + this.#updates.size > 0) {
       // One turn of the event loop before taking the batch lets callers that were waiting on the
       // previous commit (PGlite runs on this thread) queue their updates, which then merge.
       await new Promise<void>((resolve) => setImmediate(resolve));
       // On a shared connection a pending-lane commit goes first: someone is waiting to publish.
       while (this.#laneShared && this.#laneFlights.size > 0) await this.#laneTail;
-      if (this.#inserts.size + this.#updates.size === 0) continue;
-      const inserts = take(this.#inserts, this.#batchSize);
-      const updates = take(this.#updates, this.#batchSize);
+      if (this.#bulkFlights.size >= this.#bulkWidth) {
+        await Promise.race(this.#bulkFlights);
+        continue;
+      }
+      // From the front of each queue, up to the first write of a row in flight: a batch never
+      // overtakes an earlier write of the same row, and a flush's count stays a prefix.
+      const inserts = takeFront(this.#inserts, this.#batchSize, this.#inFlight);
+      const updates = takeFront(this.#updates, this.#batchSize, this.#inFlight);
+      if (inserts.length + updates.length === 0) {
+        // Both queues start with a row in flight: wait for its batch.
+        if (this.#bulkFlights.size > 0) await Promise.race(this.#bulkFlights);
+        continue;
+      }
       const served = serve(this.#waiters, inserts.length, updates.length);
       for (const r of inserts) this.#inFlight.add(r.id);
       for (const u of updates) this.#inFlight.add(u.id);
-      this.#batch = this.#bulk.write(inserts, updates);
-      try {
-        await this.#batch;
-      } finally {
-        this.#inFlight.clear();
-        this.#batch = undefined;
-        for (const waiter of served) waiter.resolve();
-        this.#releaseRoom();
-      }
+      const flight = this.#commitBulk(inserts, updates);
+      this.#bulkFlights.add(flight);
+      void flight.then(() => this.#bulkFlights.delete(flight));
+      // Batches may commit out of order; a waiter counted writes up to this batch, so it also
+      // needs every batch taken before it.
+      this.#bulkTail = Promise.all([this.#bulkTail, flight]).then(() => {});
+      if (served.length > 0)
+        void this.#bulkTail.then(() => {
+          for (const waiter of served) waiter.resolve();
+        });
     }
-    // The queue is empty, so everything queued before any remaining flush is done (a waiter can
+    // The queue is empty, so everything queued before any remaining flush is taken (a waiter can
     // over-count when a record replaced a queued update after the flush call).
     const rest = this.#waiters;
     this.#waiters = [];
-    for (const waiter of rest) waiter.resolve();
+    if (rest.length > 0)
+      void this.#bulkTail.then(() => {
+        for (const waiter of rest) waiter.resolve();
+      });
+  }
+
+  /** Commits one bulk batch (never rejects), then frees its rows for later batches. */
+  async #commitBulk(inserts: PendingRow[], updates: PendingUpdate[]): Promise<void> {
+    try {
+      await this.#bulk.write(inserts, updates);
+    } catch (error) {
+      // `write` counts its own failures; this only keeps a bug there from wedging the writer.
+      this.#log.error("lineage batch failed unexpectedly", { error: String(error) });
+    } finally {
+      for (const r of inserts) this.#inFlight.delete(r.id);
+      for (const u of updates) this.#inFlight.delete(u.id);
+      this.#releaseRoom();
+    }
   }
 
   // ---- pending lane ----
@@ -395,7 +431,7 @@ export class LineageWriter {
   async #commitLane(rows: PendingRow[]): Promise<void> {
     try {
       // A re-registered row whose bulk write is still in flight: that write must land first.
-      while (this.#batch !== undefined && rows.some((r) => this.#inFlight.has(r.id))) await this.#batch;
+      while (rows.some((r) => this.#inFlight.has(r.id))) await Promise.race(this.#bulkFlights);
       await this.#lane.write(rows, []);
     } finally {
       for (const r of rows) {
@@ -467,6 +503,19 @@ function keepFurthest(fresh: PendingRow, queued: PendingRow | PendingUpdate | un
 
 /** Pending-lane commits in flight at once on a dedicated pool. */
 const LANE_WIDTH = 2;
+/** Bulk commits in flight at once when the runner has connections of its own for the pending lane. */
+const BULK_WIDTH = 2;
+
+/** Up to `max` values from the front of `map`, stopping at the first key in `busy`. */
+function takeFront<V>(map: Map<string, V>, max: number, busy: ReadonlySet<string>): V[] {
+  const out: V[] = [];
+  for (const [key, value] of map) {
+    if (out.length >= max || busy.has(key)) break;
+    out.push(value);
+    map.delete(key);
+  }
+  return out;
+}
 
 function take<V>(map: Map<string, V>, max: number): V[] {
   const out: V[] = [];

@@ -56,6 +56,7 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
   const seen: CompiledQuery[] = [];
   const executionId = uuidv7();
   const childMessage = `child-${uuidv7()}`;
+  const rootMessage = `root-${uuidv7()}`;
 
   beforeAll(async () => {
     const created = await createTestDatabase("factflow_plans");
@@ -63,7 +64,6 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
     db = await openLineageDatabase({ databaseUrl: created.url });
     // The target: a root message row, its adapter row, 100 children hanging off it (message row +
     // adapter row each), the last child still open.
-    const rootMessage = `root-${uuidv7()}`;
     const base = { executionId, correlationId: rootMessage, attempt: 1, startedAt: new Date().toISOString() };
     const rootRow = uuidv7();
     const splitRow = uuidv7();
@@ -159,11 +159,33 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
     expect([...scans.seqScans]).not.toContain("lineage");
   });
 
-  it("walks the tree of one message through lineage_message_idx and down lineage_parent_idx", async () => {
+  it("walks the tree of one message through lineage_message_idx and down lineage_child_message_idx", async () => {
     const { result, scans } = await plansOf(() => store.tree(executionId, childMessage));
     // The child's two rows and the root's two (the message it descends from).
     expect(result.map((r) => r.route).sort()).toEqual(["chunk", "chunk", "ingest", "ingest"]);
-    expect([...scans.indexes]).toEqual(expect.arrayContaining(["lineage_message_idx", "lineage_parent_idx"]));
+    expect([...scans.indexes]).toEqual(
+      expect.arrayContaining(["lineage_message_idx", "lineage_child_message_idx"]),
+    );
     expect([...scans.seqScans]).not.toContain("lineage");
+  });
+
+  it("walks down from the root to every child message and its adapter row", async () => {
+    const { result, scans } = await plansOf(() => store.tree(executionId, rootMessage));
+    expect(result).toHaveLength(202);
+    expect(result.filter((r) => r.kind === "message" && r.route === "chunk")).toHaveLength(100);
+    expect([...scans.seqScans]).not.toContain("lineage");
+  });
+
+  it("reads per-execution pages, counts and route inputs through lineage_message_idx", async () => {
+    const page = await plansOf(() => store.rows(executionId, { route: "chunk", kind: "message", limit: 10 }));
+    expect(page.result.total).toBe(100);
+    const counts = await plansOf(() => store.countsByRoute(executionId));
+    expect(counts.result).toContainEqual({ route: "chunk", kind: "adapter", status: "completed", count: 99 });
+    const inputs = await plansOf(() => store.routeInputs(executionId, "chunk"));
+    expect(inputs.result).toHaveLength(100);
+    for (const { scans } of [page, counts, inputs]) {
+      expect([...scans.indexes]).toContain("lineage_message_idx");
+      expect([...scans.seqScans]).not.toContain("lineage");
+    }
   });
 });
