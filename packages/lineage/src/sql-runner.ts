@@ -158,18 +158,27 @@ const VACUUM_EVERY_COMMITS = 200;
  * them would put far more than `max_wal_size` into the log before the next checkpoint.
  */
 const VACUUM_EVERY_BYTES = 4 * 1024 * 1024;
+/**
+ * Vacuum rounds between two checkpoints. A checkpoint writes every dirty page, and the first change
+ * of each page after it logs the whole page again: with one per round, checkpoints took about a
+ * fifth of the worker's time in the relay and the log grew faster. One every four rounds keeps the
+ * log near 140 bytes per hop (`pnpm bench lineage-disk 20000 pglite`, docs/performance.md).
+ */
+const CHECKPOINT_EVERY_ROUNDS = 4;
 
 /**
  * A writer channel on a PGlite running on a worker thread (whose owner closes it). PGlite runs
  * PostgreSQL in single-user mode, without the autovacuum daemon, so every updated lineage row would
  * leave its old version on disk for good, and nothing would checkpoint: every
  * {@link VACUUM_EVERY_COMMITS} commits, or {@link VACUUM_EVERY_BYTES} of data sent, whichever comes
- * first, this channel vacuums the table and checkpoints (on the worker thread), which lets old row
- * versions' space and old log segments be reused.
+ * first, this channel vacuums the table (on the worker thread), and every
+ * {@link CHECKPOINT_EVERY_ROUNDS} such rounds it checkpoints, which lets old row versions' space
+ * and old log segments be reused.
  */
 export function createPgliteWorkerSqlRunner(client: PgliteWorkerClient): LineageSqlRunner {
   let commits = 0;
   let bytes = 0;
+  let rounds = 0;
   const afterCommit = async (sent: number) => {
     bytes += sent;
     if (++commits % VACUUM_EVERY_COMMITS !== 0 && bytes < VACUUM_EVERY_BYTES) return;
@@ -179,7 +188,7 @@ export function createPgliteWorkerSqlRunner(client: PgliteWorkerClient): Lineage
     // Single-user PostgreSQL has no checkpointer either: without one the write-ahead log grows
     // past `max_wal_size` until the database is closed.
     await client.exec("vacuum lineage").catch(() => {});
-    await client.exec("checkpoint").catch(() => {});
+    if (++rounds % CHECKPOINT_EVERY_ROUNDS === 0) await client.exec("checkpoint").catch(() => {});
   };
   return {
     async execute(text, params) {
