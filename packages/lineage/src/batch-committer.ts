@@ -1,6 +1,6 @@
 import { backoffDelayMs, type LineageCounters, type Logger } from "@factflow/protocols";
 import {
-  COPY_ROWS_SQL,
+  COPY_ROWS_TARGET,
   copyRowsCsv,
   insertRowsStatement,
   type PendingRow,
@@ -107,7 +107,7 @@ export class BatchCommitter {
   }
 
   /**
-   * New rows go out as a plain COPY where the runner can (PGlite); a batch holding an id that is
+   * New rows go out as a plain COPY where the runner can (PostgreSQL, PGlite); a batch holding an id that is
    * already stored (a retried batch whose first attempt did commit, or a row recorded twice) fails
    * as a whole with unique_violation and is sent again as the upsert, which is idempotent.
    */
@@ -115,7 +115,7 @@ export class BatchCommitter {
     const runner = this.#runner;
     if (runner.copy !== undefined) {
       try {
-        await runner.copy(COPY_ROWS_SQL, copyRowsCsv(rows));
+        await runner.copy(COPY_ROWS_TARGET, copyRowsCsv(rows));
         return;
       } catch (error) {
         if ((error as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw error;

@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
+import { finished } from "node:stream/promises";
 import type { Client, Pool, PoolClient } from "pg";
+import { from as copyFrom } from "pg-copy-streams";
 import { createPgPool } from "./pg-pool.js";
 import type { PgliteWorkerClient } from "./pglite-worker.js";
 
@@ -11,10 +13,11 @@ export interface LineageSqlRunner {
   /** Runs one statement. */
   execute(text: string, params: readonly unknown[]): Promise<void>;
   /**
-   * Runs a `COPY … FROM '/dev/blob'` statement fed with `data`. Optional: a runner without it gets
-   * every batch as a multi-row upsert instead.
+   * Copies `csv` (CSV, no header) into `target` (`table (column, …)`), in one statement: the runner
+   * names the source (`STDIN` on PostgreSQL, `'/dev/blob'` on PGlite). Optional: a runner without
+   * it gets every batch as a multi-row upsert instead.
    */
-  copy?(text: string, data: string): Promise<void>;
+  copy?(target: string, csv: string): Promise<void>;
   /**
    * A second channel on a connection of its own, for the writer's pending lane (small commits a
    * caller awaits before publishing), so they never queue behind a bulk batch on the same socket.
@@ -52,6 +55,19 @@ export function createPostgresSqlRunner(
   const lent = new Map<Pool, Set<PoolClient>>([[pool, new Set()]]);
   let lane: LineageSqlRunner | undefined;
   let closing: Promise<void> | undefined;
+  const withClient = async (work: (client: PoolClient) => Promise<void>): Promise<void> => {
+    const from = pool;
+    const client = await from.connect();
+    const inUse = lent.get(from);
+    inUse?.add(client);
+    try {
+      await work(client);
+    } finally {
+      inUse?.delete(client);
+      // A client whose connection failed is dropped by the pool on release, a sound one kept.
+      client.release();
+    }
+  };
   return {
     pendingLane() {
       // Two connections: the writer keeps up to two pending-lane commits in flight.
@@ -63,22 +79,22 @@ export function createPostgresSqlRunner(
       return lane;
     },
     async execute(text, params) {
-      const from = pool;
-      const client = await from.connect();
-      const inUse = lent.get(from);
-      inUse?.add(client);
-      try {
+      await withClient(async (client) => {
         // Named, so each connection parses each of the writer's few fixed statements once; without
         // parameters (maintenance statements) the simple protocol, which takes any statement.
         const name = params.length === 0 ? undefined : statementName(text);
         await client.query(
           name === undefined ? { text, values: [...params] } : { name, text, values: [...params] },
         );
-      } finally {
-        inUse?.delete(client);
-        // A client whose connection failed is dropped by the pool on release, a sound one kept.
-        client.release();
-      }
+      });
+    },
+    async copy(target, csv) {
+      // pg-copy-streams speaks the COPY sub-protocol that node-postgres itself does not.
+      await withClient(async (client) => {
+        const stream = client.query(copyFrom(`copy ${target} from stdin with (format csv)`));
+        stream.end(csv);
+        await finished(stream);
+      });
     },
     reset() {
       // After a failed or timed-out commit, start again on fresh connections: the old pool closes,
@@ -142,12 +158,17 @@ export function createPgliteSqlRunner(pglite: PgliteQueryable): LineageSqlRunner
     async execute(text, params) {
       await pglite.query(text, [...params]);
     },
-    async copy(text, data) {
-      await pglite.query(text, [], { blob: new Blob([data]) });
+    async copy(target, csv) {
+      await pglite.query(pgliteCopy(target), [], { blob: new Blob([csv]) });
     },
     reset() {},
     async close() {},
   };
+}
+
+/** PGlite reads a COPY's data from its `/dev/blob` device, fed with the query's blob. */
+function pgliteCopy(target: string): string {
+  return `copy ${target} from '/dev/blob' with (format csv)`;
 }
 
 /** Commits of the writer between two `VACUUM lineage` on PGlite. */
@@ -197,9 +218,9 @@ export function createPgliteWorkerSqlRunner(client: PgliteWorkerClient): Lineage
       for (const p of params) if (typeof p === "string") sent += p.length;
       await afterCommit(sent);
     },
-    async copy(text, data) {
-      await client.copy(text, data);
-      await afterCommit(data.length);
+    async copy(target, csv) {
+      await client.copy(pgliteCopy(target), csv);
+      await afterCommit(csv.length);
     },
     reset() {},
     async close() {},

@@ -5,6 +5,7 @@ import { type LineageRow, type Logger, silentLogger } from "@factflow/protocols"
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   connectPglite,
+  connectPostgres,
   createPostgresSqlRunner,
   type DatabaseHandles,
   type LineageSqlRunner,
@@ -14,6 +15,7 @@ import {
 } from "../src/index.js";
 import { fromStoredRow, type StoredLineageRow } from "../src/lineage-rows.js";
 import { row } from "./lineage-suite.js";
+import { createTestDatabase, skipWithoutPostgres } from "./pg-test-database.js";
 
 // A real node-postgres pool aimed at a port nobody listens on: every commit fails fast.
 const unreachable = () =>
@@ -75,17 +77,57 @@ describe("lineage writer", () => {
 
 const ERR = { class: "E", message: 'it "broke", badly', retryable: true, fatal: false };
 
-describe("lineage writer on PGlite (COPY path)", () => {
-  let dir = "";
+/** A migrated database of one dialect, opened as raw handles so the test can watch the runner. */
+interface CopyTarget {
+  readonly handles: DatabaseHandles;
+  cleanup(): Promise<void>;
+}
+
+async function pgliteTarget(): Promise<CopyTarget> {
+  const dir = await mkdtemp(join(tmpdir(), "factflow-writer-copy-"));
+  // Migrate through the public entry point, then reopen the raw handles.
+  await (await openLineageDatabase({ dataDir: dir })).close();
+  const handles = await connectPglite(dir);
+  return {
+    handles,
+    async cleanup() {
+      await handles.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function postgresTarget(): Promise<CopyTarget> {
+  const created = await createTestDatabase("factflow_copy");
+  await (await openLineageDatabase({ databaseUrl: created.url })).close();
+  const handles = await connectPostgres(created.url);
+  return {
+    handles,
+    async cleanup() {
+      await handles.close();
+      await created.drop();
+    },
+  };
+}
+
+const skipPostgres = await skipWithoutPostgres();
+
+describe.each([
+  { dialect: "PGlite", open: pgliteTarget, skip: false },
+  { dialect: "PostgreSQL", open: postgresTarget, skip: skipPostgres },
+])("lineage writer on $dialect (COPY path)", ({ open, skip }) => {
+  if (skip) {
+    it.skip("needs PostgreSQL", () => {});
+    return;
+  }
+  let target: CopyTarget | undefined;
   let handles: DatabaseHandles;
   const calls = { copy: 0, execute: 0 };
   let runner: LineageSqlRunner;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "factflow-writer-copy-"));
-    // Migrate through the public entry point, then reopen the raw handles to watch the runner.
-    await (await openLineageDatabase({ dataDir: dir })).close();
-    handles = await connectPglite(dir);
+    target = await open();
+    handles = target.handles;
     const inner = handles.writer;
     runner = {
       execute: (text, params) => {
@@ -101,8 +143,7 @@ describe("lineage writer on PGlite (COPY path)", () => {
     };
   });
   afterAll(async () => {
-    await handles?.close();
-    await rm(dir, { recursive: true, force: true });
+    await target?.cleanup();
   });
 
   async function stored(id: string): Promise<LineageRow | undefined> {
