@@ -37,6 +37,12 @@ export interface PostgresSqlRunnerOptions {
   readonly applicationName?: string;
   /** Seconds. @default 10 */
   readonly connectTimeoutSeconds?: number;
+  /**
+   * Offer `copy`. A COPY takes two round trips (the server answers the statement before it takes
+   * the data), the prepared upsert one: cheaper per row for large batches, slower for the small
+   * commits a caller waits for. @default true
+   */
+  readonly copy?: boolean;
 }
 
 /** A writer channel with its own node-postgres pool. */
@@ -68,11 +74,13 @@ export function createPostgresSqlRunner(
       client.release();
     }
   };
-  return {
+  const runner: LineageSqlRunner = {
     pendingLane() {
       // Two connections: the writer keeps up to two pending-lane commits in flight.
+      // Small commits someone waits for: the one-round-trip upsert, not a COPY.
       lane ??= createPostgresSqlRunner(url, {
         ...options,
+        copy: false,
         max: 2,
         applicationName: `${options.applicationName ?? "factflow-lineage-writer"}-pending`,
       });
@@ -86,14 +94,6 @@ export function createPostgresSqlRunner(
         await client.query(
           name === undefined ? { text, values: [...params] } : { name, text, values: [...params] },
         );
-      });
-    },
-    async copy(target, csv) {
-      // pg-copy-streams speaks the COPY sub-protocol that node-postgres itself does not.
-      await withClient(async (client) => {
-        const stream = client.query(copyFrom(`copy ${target} from stdin with (format csv)`));
-        stream.end(csv);
-        await finished(stream);
       });
     },
     reset() {
@@ -123,6 +123,17 @@ export function createPostgresSqlRunner(
       return closing;
     },
   };
+  if (options.copy !== false) {
+    runner.copy = async (target, csv) => {
+      // pg-copy-streams speaks the COPY sub-protocol that node-postgres itself does not.
+      await withClient(async (client) => {
+        const stream = client.query(copyFrom(`copy ${target} from stdin with (format csv)`));
+        stream.end(csv);
+        await finished(stream);
+      });
+    };
+  }
+  return runner;
 }
 
 const CLOSE_GRACE_MS = 5000;

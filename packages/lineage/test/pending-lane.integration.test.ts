@@ -39,6 +39,9 @@ describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
     const runner = createPostgresSqlRunner(url, { applicationName: app });
     expect(runner.pendingLane?.()).toBe(runner.pendingLane?.());
     expect(runner.pendingLane?.()).not.toBe(runner);
+    // Bulk batches go out as a COPY; the lane's small commits as the one-round-trip upsert.
+    expect(runner.copy).toBeDefined();
+    expect(runner.pendingLane?.()?.copy).toBeUndefined();
     const writer = new LineageWriter(runner, silentLogger);
     const exec = uuidv7();
     try {
