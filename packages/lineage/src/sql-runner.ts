@@ -193,8 +193,8 @@ const VACUUM_EVERY_BYTES = 4 * 1024 * 1024;
 /**
  * Vacuum rounds between two checkpoints. A checkpoint writes every dirty page, and the first change
  * of each page after it logs the whole page again: with one per round, checkpoints took about a
- * fifth of the worker's time in the relay and the log grew faster. One every four rounds keeps the
- * log near 140 bytes per hop (`pnpm bench lineage-disk 20000 pglite`, docs/performance.md).
+ * fifth of the worker's time in the relay. One every four rounds still keeps the log near 150
+ * bytes per hop (`pnpm bench lineage-disk 20000 pglite`, docs/performance.md).
  */
 const CHECKPOINT_EVERY_ROUNDS = 4;
 

@@ -1,15 +1,8 @@
 import { silentLogger } from "@factflow/protocols";
-import type { Client } from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createPostgresSqlRunner,
-  type LineageSqlRunner,
-  LineageWriter,
-  openLineageDatabase,
-  uuidv7,
-} from "../src/index.js";
+import { describe, expect, it } from "vitest";
+import { createPostgresSqlRunner, type LineageSqlRunner, LineageWriter, uuidv7 } from "../src/index.js";
 import { row } from "./lineage-suite.js";
-import { createTestDatabase, openAdminClient, skipWithoutPostgres } from "./pg-test-database.js";
+import { skipWithoutPostgres, useMigratedDatabase } from "./pg-test-database.js";
 
 const skip = await skipWithoutPostgres();
 
@@ -57,26 +50,14 @@ function holding(inner: LineageSqlRunner) {
 }
 
 describe.skipIf(skip)("lineage writer bulk lane on PostgreSQL", () => {
-  let url = "";
-  let dropDb: (() => Promise<void>) | undefined;
-  let admin: Client;
-  beforeAll(async () => {
-    const created = await createTestDatabase("factflow_bulk");
-    url = created.url;
-    dropDb = created.drop;
-    await (await openLineageDatabase({ databaseUrl: url })).close();
-    admin = await openAdminClient(url);
-  });
-  afterAll(async () => {
-    await admin?.end();
-    await dropDb?.();
-  });
+  const db = useMigratedDatabase("factflow_bulk");
 
   const statusOf = async (id: string) =>
-    (await admin.query<{ status: string }>("select status from lineage where id = $1", [id])).rows[0]?.status;
+    (await db.admin.query<{ status: string }>("select status from lineage where id = $1", [id])).rows[0]
+      ?.status;
 
   it("commits a second batch while the first is in flight, never a row's update before its insert", async () => {
-    const gate = holding(createPostgresSqlRunner(url));
+    const gate = holding(createPostgresSqlRunner(db.url));
     const writer = new LineageWriter(gate.runner, silentLogger, { intervalMs: 1 });
     const exec = uuidv7();
     try {
@@ -113,7 +94,7 @@ describe.skipIf(skip)("lineage writer bulk lane on PostgreSQL", () => {
   });
 
   it("keeps every write of a busy stream, in order per row, with two batches in flight", async () => {
-    const inner = createPostgresSqlRunner(url);
+    const inner = createPostgresSqlRunner(db.url);
     // Inserts start after a pause, so an update sent too early would overtake its row's insert.
     const runner: LineageSqlRunner = {
       async execute(text, params) {
@@ -138,7 +119,7 @@ describe.skipIf(skip)("lineage writer bulk lane on PostgreSQL", () => {
         for (const r of chunk) writer.update(r.id, { status: "completed" });
       }
       await writer.flush();
-      const { rows: counts } = await admin.query<{ status: string; n: number }>(
+      const { rows: counts } = await db.admin.query<{ status: string; n: number }>(
         "select status, count(*)::int as n from lineage where execution_id = $1 group by status",
         [exec],
       );

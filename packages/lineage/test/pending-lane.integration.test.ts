@@ -1,42 +1,27 @@
 import { silentLogger } from "@factflow/protocols";
-import type { Client } from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresSqlRunner, LineageWriter, openLineageDatabase, uuidv7 } from "../src/index.js";
+import { describe, expect, it } from "vitest";
+import { createPostgresSqlRunner, LineageWriter, uuidv7 } from "../src/index.js";
 import { row } from "./lineage-suite.js";
-import { createTestDatabase, openAdminClient, skipWithoutPostgres } from "./pg-test-database.js";
+import { skipWithoutPostgres, useMigratedDatabase } from "./pg-test-database.js";
 
 const skip = await skipWithoutPostgres();
 
 describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
-  let url = "";
-  let dropDb: (() => Promise<void>) | undefined;
-  let admin: Client;
-  beforeAll(async () => {
-    const created = await createTestDatabase("factflow_lane");
-    url = created.url;
-    dropDb = created.drop;
-    // Creates the schema.
-    await (await openLineageDatabase({ databaseUrl: url })).close();
-    admin = await openAdminClient(url);
-  });
-  afterAll(async () => {
-    await admin?.end();
-    await dropDb?.();
-  });
+  const db = useMigratedDatabase("factflow_lane");
 
   const statusOf = async (id: string) =>
     (
-      await admin.query<{ status: string; attempt: number }>(
+      await db.admin.query<{ status: string; attempt: number }>(
         "select status, attempt from lineage where id = $1",
         [id],
       )
     ).rows[0];
   const countOf = async (text: string, value: string) =>
-    (await admin.query<{ n: number }>(text, [value])).rows[0]?.n;
+    (await db.admin.query<{ n: number }>(text, [value])).rows[0]?.n;
 
   it("commits on a connection of its own, durable on return, while bulk writes keep flowing", async () => {
     const app = `factflow-lane-${Math.random().toString(36).slice(2, 8)}`;
-    const runner = createPostgresSqlRunner(url, { applicationName: app });
+    const runner = createPostgresSqlRunner(db.url, { applicationName: app });
     expect(runner.pendingLane?.()).toBe(runner.pendingLane?.());
     expect(runner.pendingLane?.()).not.toBe(runner);
     // Bulk batches go out as a COPY; the lane's small commits as the one-round-trip upsert.
@@ -66,7 +51,7 @@ describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
   });
 
   it("keeps the newer status when an insert of the same row lands after an update", async () => {
-    const runner = createPostgresSqlRunner(url);
+    const runner = createPostgresSqlRunner(db.url);
     const writer = new LineageWriter(runner, silentLogger);
     try {
       const r = row(uuidv7());
@@ -87,7 +72,7 @@ describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
 
   it("survives its pending-lane connection being terminated without losing a registration", async () => {
     const app = `factflow-lane-${Math.random().toString(36).slice(2, 8)}`;
-    const runner = createPostgresSqlRunner(url, { applicationName: app });
+    const runner = createPostgresSqlRunner(db.url, { applicationName: app });
     const writer = new LineageWriter(runner, silentLogger, { retryDelayMs: 10, attemptTimeoutMs: 3000 });
     const exec = uuidv7();
     try {
@@ -96,7 +81,7 @@ describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
         const registered = Promise.all(
           Array.from({ length: 20 }, () => writer.registerPending([row(exec, { kind: "message" })])),
         );
-        const killed = await admin.query(
+        const killed = await db.admin.query(
           "select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1",
           [`${app}-pending`],
         );

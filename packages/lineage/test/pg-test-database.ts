@@ -1,5 +1,7 @@
 import { resolveService, SERVICES } from "@factflow/infra-testkit";
 import { Client } from "pg";
+import { afterAll, beforeAll } from "vitest";
+import { openLineageDatabase } from "../src/index.js";
 
 /**
  * DATABASE_URL when set; else a PostgreSQL container (testcontainers) when a container engine runs;
@@ -73,6 +75,43 @@ export async function createTestDatabase(
     url: url.toString(),
     async drop() {
       await adminQuery(DATABASE_URL, `drop database if exists "${name}" with (force)`);
+    },
+  };
+}
+
+/** A scratch database with the lineage schema, and an admin connection to read it back. */
+export interface MigratedDatabase {
+  readonly url: string;
+  readonly admin: Client;
+}
+
+/**
+ * Registers hooks in the calling `describe` that create a migrated scratch database before its tests
+ * and drop it after them; read `url` and `admin` inside the tests.
+ */
+export function useMigratedDatabase(prefix: string): MigratedDatabase {
+  let url = "";
+  let admin: Client | undefined;
+  let drop: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    const created = await createTestDatabase(prefix);
+    url = created.url;
+    drop = created.drop;
+    // Creates the schema.
+    await (await openLineageDatabase({ databaseUrl: url })).close();
+    admin = await openAdminClient(url);
+  });
+  afterAll(async () => {
+    await admin?.end();
+    await drop?.();
+  });
+  return {
+    get url() {
+      return url;
+    },
+    get admin() {
+      if (admin === undefined) throw new Error("the scratch database is only open inside the tests");
+      return admin;
     },
   };
 }
