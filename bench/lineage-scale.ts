@@ -167,13 +167,17 @@ type Calls = Record<string, (lineage: LineageProtocol) => Promise<unknown>>;
 async function explainCalls(url: string, raw: Pool, calls: Calls) {
   const seen: CompiledQuery[] = [];
   // A store whose Kysely log records every statement it sends, so the very same SQL is EXPLAINed.
+  const pool = new Pool({ connectionString: url, max: 1 });
+  // A connection the server closes while idle must not take the process down (an unhandled 'error').
+  pool.on("error", () => {});
   const db = new Kysely<LineageDatabaseSchema>({
-    dialect: new PostgresDialect({ pool: new Pool({ connectionString: url, max: 1 }) }),
+    dialect: new PostgresDialect({ pool }),
     log(event) {
       if (event.level === "query") seen.push(event.query);
     },
   });
-  const store = new LineageStore(db, createPostgresSqlRunner(url), silentLogger);
+  const runner = createPostgresSqlRunner(url);
+  const store = new LineageStore(db, runner, silentLogger);
   const result: Record<string, { indexes: string[]; seq_scan: boolean }> = {};
   try {
     for (const [name, call] of Object.entries(calls)) {
@@ -192,6 +196,7 @@ async function explainCalls(url: string, raw: Pool, calls: Calls) {
     }
   } finally {
     await store.close();
+    await runner.close();
     await db.destroy();
   }
   return result;
