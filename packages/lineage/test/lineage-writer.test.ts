@@ -110,16 +110,12 @@ async function postgresTarget(): Promise<CopyTarget> {
   };
 }
 
-const skipPostgres = await skipWithoutPostgres();
+// Without PostgreSQL, skipWithoutPostgres says so at run time (and fails the run when
+// FACTFLOW_REQUIRE_SERVICES=1); the PGlite half runs either way.
+const dialects = [{ dialect: "PGlite", open: pgliteTarget }];
+if (!(await skipWithoutPostgres())) dialects.push({ dialect: "PostgreSQL", open: postgresTarget });
 
-describe.each([
-  { dialect: "PGlite", open: pgliteTarget, skip: false },
-  { dialect: "PostgreSQL", open: postgresTarget, skip: skipPostgres },
-])("lineage writer on $dialect (COPY path)", ({ open, skip }) => {
-  if (skip) {
-    it.skip("needs PostgreSQL", () => {});
-    return;
-  }
+describe.each(dialects)("lineage writer on $dialect (COPY path)", ({ open }) => {
   let target: CopyTarget | undefined;
   let handles: DatabaseHandles;
   const calls = { copy: 0, execute: 0 };
