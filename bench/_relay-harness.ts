@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { RelayMeasurement, SelfTimedMode } from "./_engine-relay.js";
-import { percentile } from "./_stats.js";
+import { median, percentile } from "./_stats.js";
 
 /** What a relay mode reports back to the harness. */
 export interface RelaySink {
@@ -33,11 +33,6 @@ export type BenchMode = RelayMode | SelfTimedMode;
 const AIMS: Record<string, number> = { provider: 0.8, "engine+lineage": 0.6 };
 /** Publishes of the injector awaiting their confirm/receipt at once. */
 const INJECT_WINDOW = 100;
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
-}
 
 /** Median of each mode-specific figure over the rounds. */
 function medianExtras(list: readonly RelayMeasurement[]): Record<string, number> {

@@ -31,6 +31,7 @@ import {
   MessageStatus,
   OPEN_LINEAGE_STATUSES,
 } from "@factflow/protocols";
+import { median } from "./_stats.js";
 import { engineRound } from "./peer.js";
 
 const CONCURRENCY = 16;
@@ -140,11 +141,6 @@ async function providerRound(n: number): Promise<number> {
 function cpuUsPerHop(start: NodeJS.CpuUsage, n: number): number {
   const used = process.cpuUsage(start);
   return (used.user + used.system) / (n * 3);
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
 }
 
 const round1 = (value: number) => Math.round(value * 10) / 10;

@@ -14,6 +14,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { type LineageDatabase, openLineageDatabase, uuidv7 } from "@factflow/lineage";
 import type { LineageRow } from "@factflow/protocols";
 import { Client } from "pg";
+import { median } from "./_stats.js";
 
 /** Handlers in flight at once, as a route with concurrency 64 would have. */
 const CONCURRENCY = 64;
@@ -168,11 +169,6 @@ function report(dialect: string, writer: { rate: number; writes: number }, raw: 
 }
 
 const ROUNDS = 3;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
 
 /**
  * Alternates writer and baseline rounds on the same table (it grows equally under both), each after a

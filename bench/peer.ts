@@ -34,6 +34,7 @@ import type { ArtefactSidecar, StorageProtocol } from "@factflow/protocols";
 import { type ConnectionOptions, Queue, Worker } from "bullmq";
 import { relayPipelineYaml } from "./_engine-relay.js";
 import { createScratchDatabase, type ScratchDatabase } from "./_scratch-database.js";
+import { median } from "./_stats.js";
 
 const CONCURRENCY = 16;
 const LINEAGE_MODES = ["postgres", "pglite", "memory"] as const;
@@ -248,11 +249,6 @@ export async function engineRound(
     await engine.shutdown({ cancel: true });
     await queue.close();
   }
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
 }
 
 function medianRound(rounds: readonly Round[]): Round {

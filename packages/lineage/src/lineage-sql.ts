@@ -124,13 +124,20 @@ on conflict (id) do update set kind = excluded.kind, route = excluded.route, ada
   finished_at = excluded.finished_at
 where (excluded.attempt, ${statusRank("excluded.status")}) >= (lineage.attempt, ${statusRank("lineage.status")})`;
 
-// The planner counts the elements of an array parameter, so even a small batch on a large table goes
-// through the primary key rather than a sequential scan.
+// Each queued update finds its row through the primary key, whatever the sizes of the batch and the
+// table. Joined on `l.id = u.id`, a batch of more than about a thousand updates was planned as a hash
+// join that reads the whole table first: for 2000 updates on a table of 120 000 rows, 190 ms on PGlite
+// (whose unnamed statements are planned with each batch's real size) and 100 ms on PostgreSQL,
+// against 110 and 36–46 ms through the key (`pnpm bench lineage-update`), and growing with the table.
+// `= any(array[u.id])` selects the same row, but neither a hash nor a merge join can use it, so one
+// primary-key probe per update is the only plan left, with the same row estimates as the equality (a
+// pair of range conditions did the same, but their estimate of thousands of rows per probe made
+// PostgreSQL compile each batch with JIT, 130–210 ms). test/update-plan.integration.test.ts pins it.
 const UPDATE_SQL = `update lineage as l set status = u.status,
   output_keys = coalesce(u.output_keys::jsonb, l.output_keys), error = coalesce(u.error::jsonb, l.error),
   finished_at = coalesce(u.finished_at, l.finished_at), attempt = coalesce(u.attempt, l.attempt)
 from ${unnestOf(UPDATE_COLUMNS, "u")}
-where l.id = u.id`;
+where l.id = any(array[u.id])`;
 
 /** A statement and its parameters. */
 export interface Statement {
@@ -181,10 +188,11 @@ export const COPY_ROWS_TARGET = `lineage (${COPY_COLUMNS.join(", ")})`;
 
 /**
  * The rows as CSV for a COPY into {@link COPY_ROWS_TARGET}. PGlite parses CSV far faster than it
- * expands a JSON document into a record set (about 40% less time per row); PostgreSQL spends about
- * a third less CPU per row on a COPY than on the multi-row upsert. Every value is quoted, so an empty
- * string stays distinct from NULL (an unquoted empty field) and a `\.` value is never read as the
- * end-of-data marker. Throws a TypeError like `JSON.stringify` for values JSON cannot hold.
+ * expands a JSON document into a record set (about 40% less time per row); on PostgreSQL a COPY
+ * took a fifth less of the server's CPU per hop than the multi-row upsert in the relay (more on a
+ * table without secondary indexes). Every value is quoted, so an empty string stays distinct from
+ * NULL (an unquoted empty field) and a `\.` value is never read as the end-of-data marker. Throws a
+ * TypeError like `JSON.stringify` for values JSON cannot hold.
  */
 export function copyRowsCsv(rows: readonly PendingRow[]): string {
   const lines: string[] = new Array(rows.length);
