@@ -218,6 +218,44 @@ describe("lineage writer pending lane (PGlite)", () => {
     for (const c of children) expect(await stored(c.id)).toEqual(c);
     expect(writer.counters()).toMatchObject({ written: 2, retriedWrites: 2, lost: 0, queued: 0 });
   });
+
+  it("on a shared connection queues a second bulk batch behind the first, but not while the pending lane is in use", async () => {
+    // No pendingLane: the lane shares the bulk runner, as on PGlite.
+    const shared = gated(handles.writer);
+    // The lane counts as in use for a minute after a registration: no race with a slow machine.
+    const writer = new LineageWriter(shared, silentLogger, { batchSize: 10, laneQuietMs: 60_000 });
+    const exec = uuidv7();
+    const batchOf = (n: number) => Array.from({ length: n }, () => row(exec));
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+    // The lane is quiet: while the first batch is held in the database, the next one is handed over.
+    shared.hold();
+    const quiet = [...batchOf(10), ...batchOf(3)];
+    for (const r of quiet.slice(0, 10)) writer.record(r);
+    await shared.reached();
+    const before = shared.calls;
+    for (const r of quiet.slice(10)) writer.record(r);
+    await settle();
+    expect(shared.calls).toBe(before + 1);
+    shared.open();
+    await writer.flush();
+
+    // Right after a registration the lane counts as in use: one bulk batch at a time, so the next
+    // pending-lane commit never waits behind two.
+    await writer.registerPending(batchOf(1));
+    shared.hold();
+    const busy = [...batchOf(10), ...batchOf(3)];
+    for (const r of busy.slice(0, 10)) writer.record(r);
+    await shared.reached();
+    const held = shared.calls;
+    for (const r of busy.slice(10)) writer.record(r);
+    await settle();
+    expect(shared.calls).toBe(held);
+    shared.open();
+    await writer.flush();
+    for (const r of [...quiet, ...busy]) expect(await stored(r.id)).toEqual(r);
+    expect(writer.counters()).toMatchObject({ written: 27, lost: 0, queued: 0 });
+  });
 });
 
 describe("lineage writer pending lane failures", () => {
