@@ -2,7 +2,7 @@ import * as crypto from "node:crypto";
 import { createHash } from "node:crypto";
 import type { JsonValue } from "@factflow/protocols";
 import { v7 } from "uuid";
-import { randomUuid, uuidFromHex } from "./uuid-text.js";
+import { timeOrderedUuid, uuidFromHex } from "./uuid-text.js";
 
 /**
  * A UUIDv7 (RFC 9562, time-ordered) from the `uuid` package, used for execution ids so they sort by
@@ -13,9 +13,13 @@ export function uuidv7(now?: number): string {
   return now === undefined ? v7() : v7({ msecs: now });
 }
 
-/** A random UUIDv4 for lineage rows and messages. */
+/**
+ * A time-ordered UUID (version 7) for adapter lineage rows and new root messages. Lineage rows are
+ * keyed by it: with random ids every insert went to a random page of the primary-key index, and once
+ * that index outgrew PGlite's buffer cache the embedded relay slowed with every round.
+ */
 export function newId(): string {
-  return randomUuid();
+  return timeOrderedUuid();
 }
 
 /**

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { JsonValue } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
 import { canonicalJson, childMessageId, hashJson, newId } from "../src/ids.js";
+import { timeOrderedUuid } from "../src/uuid-text.js";
 
 describe("input hashes", () => {
   it("are the sha256 hex of the canonical JSON, whatever the key order", () => {
@@ -82,14 +83,29 @@ describe("message and row ids", () => {
     }
   });
 
-  it("make random row ids as distinct version 4 UUIDs", () => {
+  it("make row ids as distinct version 7 UUIDs that start with the millisecond they were made", () => {
     const seen = new Set<string>();
+    const before = Date.now();
     // More than one refill of the random pool.
     for (let i = 0; i < 5000; i++) {
       const id = newId();
-      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       seen.add(id);
     }
+    const after = Date.now();
     expect(seen.size).toBe(5000);
+    for (const id of seen) {
+      const ms = Number.parseInt(id.replace("-", "").slice(0, 12), 16);
+      expect(ms).toBeGreaterThanOrEqual(before);
+      expect(ms).toBeLessThanOrEqual(after);
+    }
+  });
+
+  it("sort ids made in later milliseconds after earlier ones (what keeps index inserts together)", () => {
+    const ms = Date.UTC(2026, 0, 1);
+    const early = timeOrderedUuid(ms);
+    const late = timeOrderedUuid(ms + 1);
+    expect(early < late).toBe(true);
+    expect(early.replace("-", "").slice(0, 12)).toBe(ms.toString(16).padStart(12, "0"));
   });
 });
