@@ -1,7 +1,6 @@
 import { backoffDelayMs, type LineageCounters, type Logger } from "@factflow/protocols";
+import { COPY_ROWS_TARGET, copyRowsBinary } from "./copy-binary.js";
 import {
-  COPY_ROWS_TARGET,
-  copyRowsCsv,
   insertRowsStatement,
   type PendingRow,
   type PendingUpdate,
@@ -107,15 +106,18 @@ export class BatchCommitter {
   }
 
   /**
-   * New rows go out as a plain COPY where the runner can (PostgreSQL, PGlite); a batch holding an id that is
-   * already stored (a retried batch whose first attempt did commit, or a row recorded twice) fails
-   * as a whole with unique_violation and is sent again as the upsert, which is idempotent.
+   * New rows go out as a plain binary COPY where the runner can (PostgreSQL, PGlite); a batch holding
+   * an id that is already stored (a retried batch whose first attempt did commit, or a row recorded
+   * twice) fails as a whole with unique_violation and is sent again as the upsert, which is
+   * idempotent. So does a batch with a value the binary encoding does not take (a timestamp
+   * `Date.parse` cannot read, say): the upsert sends it as text and the database judges it.
    */
   async #insert(rows: PendingRow[]): Promise<void> {
     const runner = this.#runner;
-    if (runner.copy !== undefined) {
+    const data = runner.copy === undefined ? undefined : encodeOrUndefined(rows);
+    if (runner.copy !== undefined && data !== undefined) {
       try {
-        await runner.copy(COPY_ROWS_TARGET, copyRowsCsv(rows));
+        await runner.copy(COPY_ROWS_TARGET, data);
         return;
       } catch (error) {
         if ((error as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw error;
@@ -152,6 +154,16 @@ export class BatchCommitter {
 }
 
 const UNIQUE_VIOLATION = "23505";
+
+/** The batch as a binary COPY stream, or undefined when a value does not fit its column's binary form. */
+function encodeOrUndefined(rows: readonly PendingRow[]): Uint8Array | undefined {
+  try {
+    return copyRowsBinary(rows);
+  } catch (error) {
+    if (error instanceof TypeError) return undefined;
+    throw error;
+  }
+}
 
 /** SQLSTATE classes 22 (data) and 23 (constraints): retrying the same batch cannot succeed. */
 function isDataError(error: unknown): boolean {

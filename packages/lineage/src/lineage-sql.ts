@@ -174,44 +174,6 @@ export function insertRowsStatement(rows: readonly PendingRow[]): Statement {
   return { text: INSERT_SQL, params: columnArrays(rows, INSERT_COLUMNS) };
 }
 
-/** The lineage columns in the order {@link copyRowsCsv} writes them: the insert's own order. */
-const COPY_COLUMNS = INSERT_COLUMNS.map(([name]) => name);
-/** Per column of {@link COPY_COLUMNS}: whether it holds JSON (looked up once, not per value). */
-const IS_JSON_COLUMN: readonly boolean[] = INSERT_COLUMNS.map(([, type]) => type === "json");
-
-/**
- * The target of a `COPY … FROM` of {@link copyRowsCsv} (each runner names its own source): a plain
- * insert, so a batch holding an id that already exists fails with unique_violation (23505) and the
- * writer falls back to the upsert.
- */
-export const COPY_ROWS_TARGET = `lineage (${COPY_COLUMNS.join(", ")})`;
-
-/**
- * The rows as CSV for a COPY into {@link COPY_ROWS_TARGET}. PGlite parses CSV far faster than it
- * expands a JSON document into a record set (about 40% less time per row); on PostgreSQL a COPY
- * took a fifth less of the server's CPU per hop than the multi-row upsert in the relay (more on a
- * table without secondary indexes). Every value is quoted, so an empty string stays distinct from
- * NULL (an unquoted empty field) and a `\.` value is never read as the end-of-data marker. Throws a
- * TypeError like `JSON.stringify` for values JSON cannot hold.
- */
-export function copyRowsCsv(rows: readonly PendingRow[]): string {
-  const lines: string[] = new Array(rows.length);
-  for (let r = 0; r < rows.length; r++) {
-    const row = rows[r] as PendingRow;
-    let line = "";
-    for (let c = 0; c < COPY_COLUMNS.length; c++) {
-      const column = COPY_COLUMNS[c] as keyof PendingRow;
-      const value = row[column];
-      if (c > 0) line += ",";
-      if (value === null || value === undefined) continue;
-      const text = IS_JSON_COLUMN[c] === true ? JSON.stringify(value) : String(value);
-      line += text.includes('"') ? `"${text.replaceAll('"', '""')}"` : `"${text}"`;
-    }
-    lines[r] = line;
-  }
-  return lines.join("\n");
-}
-
 /** One batched update; each id appears at most once (the writer merges before). */
 export function updateRowsStatement(updates: readonly PendingUpdate[]): Statement {
   return { text: UPDATE_SQL, params: columnArrays(updates, UPDATE_COLUMNS) };

@@ -169,7 +169,7 @@ export class PgliteWorkerClient {
   }
 
   /** Runs `COPY … FROM '/dev/blob'` fed with `data`. */
-  async copy(text: string, data: string): Promise<void> {
+  async copy(text: string, data: Uint8Array): Promise<void> {
     await this.#call({ op: "copy", text, data });
   }
 

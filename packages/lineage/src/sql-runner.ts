@@ -13,11 +13,11 @@ export interface LineageSqlRunner {
   /** Runs one statement. */
   execute(text: string, params: readonly unknown[]): Promise<void>;
   /**
-   * Copies `csv` (CSV, no header) into `target` (`table (column, …)`), in one statement: the runner
-   * names the source (`STDIN` on PostgreSQL, `'/dev/blob'` on PGlite). Optional: a runner without
-   * it gets every batch as a multi-row upsert instead.
+   * Copies `data`, a PostgreSQL binary COPY stream (`FORMAT binary`), into `target` (`table (column,
+   * …)`), in one statement: the runner names the source (`STDIN` on PostgreSQL, `'/dev/blob'` on
+   * PGlite). Optional: a runner without it gets every batch as a multi-row upsert instead.
    */
-  copy?(target: string, csv: string): Promise<void>;
+  copy?(target: string, data: Uint8Array): Promise<void>;
   /**
    * A second channel on a connection of its own, for the writer's pending lane (small commits a
    * caller awaits before publishing), so they never queue behind a bulk batch on the same socket.
@@ -124,11 +124,11 @@ export function createPostgresSqlRunner(
     },
   };
   if (options.copy !== false) {
-    runner.copy = async (target, csv) => {
+    runner.copy = async (target, data) => {
       // pg-copy-streams speaks the COPY sub-protocol that node-postgres itself does not.
       await withClient(async (client) => {
-        const stream = client.query(copyFrom(`copy ${target} from stdin with (format csv)`));
-        stream.end(csv);
+        const stream = client.query(copyFrom(`copy ${target} from stdin with (format binary)`));
+        stream.end(data);
         await finished(stream);
       });
     };
@@ -169,8 +169,8 @@ export function createPgliteSqlRunner(pglite: PgliteQueryable): LineageSqlRunner
     async execute(text, params) {
       await pglite.query(text, [...params]);
     },
-    async copy(target, csv) {
-      await pglite.query(pgliteCopy(target), [], { blob: new Blob([csv]) });
+    async copy(target, data) {
+      await pglite.query(pgliteCopy(target), [], { blob: new Blob([data]) });
     },
     reset() {},
     async close() {},
@@ -179,7 +179,7 @@ export function createPgliteSqlRunner(pglite: PgliteQueryable): LineageSqlRunner
 
 /** PGlite reads a COPY's data from its `/dev/blob` device, fed with the query's blob. */
 function pgliteCopy(target: string): string {
-  return `copy ${target} from '/dev/blob' with (format csv)`;
+  return `copy ${target} from '/dev/blob' with (format binary)`;
 }
 
 /** Commits of the writer between two `VACUUM lineage` on PGlite. */
@@ -229,9 +229,9 @@ export function createPgliteWorkerSqlRunner(client: PgliteWorkerClient): Lineage
       for (const p of params) if (typeof p === "string") sent += p.length;
       await afterCommit(sent);
     },
-    async copy(target, csv) {
-      await client.copy(pgliteCopy(target), csv);
-      await afterCommit(csv.length);
+    async copy(target, data) {
+      await client.copy(pgliteCopy(target), data);
+      await afterCommit(data.byteLength);
     },
     reset() {},
     async close() {},

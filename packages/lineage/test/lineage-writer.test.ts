@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type LineageRow, type Logger, silentLogger } from "@factflow/protocols";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   connectPglite,
@@ -183,6 +184,45 @@ describe.each(dialects)("lineage writer on $dialect (COPY path)", ({ open }) => 
     expect(back).not.toHaveProperty("payload");
     expect(back).not.toHaveProperty("finishedAt");
     expect(back).not.toHaveProperty("outputKeys");
+  });
+
+  it("keeps timestamps to the microsecond, before 2000 and with offsets, in the binary COPY", async () => {
+    const writer = new LineageWriter(runner, silentLogger);
+    const exec = uuidv7();
+    const cases = [
+      ["1999-12-31T23:59:59.123456Z", "1999-12-31T23:59:59.123456"],
+      ["1970-01-01T00:00:00Z", "1970-01-01T00:00:00.000000"],
+      ["2026-12-03T08:15:24.0301+02:00", "2026-12-03T06:15:24.030100"],
+      ["2026-12-03T06:15:24.5Z", "2026-12-03T06:15:24.500000"],
+    ] as const;
+    const rows = cases.map(([startedAt]) => row(exec, { startedAt }));
+    const before = { ...calls };
+    for (const r of rows) writer.record(r);
+    await writer.flush();
+    expect(calls.copy - before.copy).toBe(1);
+    expect(calls.execute - before.execute).toBe(0);
+    for (const [i, [, utc]] of cases.entries()) {
+      const found = await sql<{ at: string }>`select to_char(started_at at time zone 'UTC',
+        'YYYY-MM-DD"T"HH24:MI:SS.US') as at from lineage where id = ${rows[i]!.id}::uuid`.execute(handles.db);
+      expect(found.rows[0]?.at).toBe(utc);
+    }
+  });
+
+  it("sends a batch the binary encoding cannot take as the upsert, and the database judges it", async () => {
+    const writer = new LineageWriter(runner, silentLogger);
+    const exec = uuidv7();
+    // PostgreSQL reads 'epoch'; Date.parse does not.
+    const odd = row(exec, { finishedAt: "epoch", status: "completed" });
+    const plain = row(exec);
+    const before = { ...calls };
+    writer.record(odd);
+    writer.record(plain);
+    await writer.flush();
+    expect(calls.copy - before.copy).toBe(0);
+    expect(calls.execute - before.execute).toBe(1);
+    expect((await stored(odd.id))?.finishedAt).toBe("1970-01-01T00:00:00.000Z");
+    expect(await stored(plain.id)).toEqual(plain);
+    expect(writer.counters()).toMatchObject({ written: 2, lost: 0 });
   });
 
   it("falls back to the upsert when a batch holds an id that is already stored", async () => {

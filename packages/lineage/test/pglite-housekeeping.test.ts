@@ -21,12 +21,23 @@ async function lastCheckpoint(): Promise<string> {
   return result.rows[0]?.lsn ?? "";
 }
 
-/** About 1 MB of CSV rows for a scratch `lineage` table. */
-function megabyteOfRows(from: number): string {
-  const filler = "x".repeat(1000);
-  let csv = "";
-  for (let i = 0; i < 1024; i++) csv += `${from + i},${filler}\n`;
-  return csv;
+/** About 1 MB of rows for a scratch `lineage (id integer, body text)`, as a binary COPY stream. */
+function megabyteOfRows(from: number): Uint8Array {
+  const filler = Buffer.from("x".repeat(1000));
+  const header = Buffer.from([
+    0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  ]);
+  const rows: Buffer[] = [header];
+  for (let i = 0; i < 1024; i++) {
+    const row = Buffer.alloc(2 + 8 + 4);
+    row.writeInt16BE(2, 0);
+    row.writeInt32BE(4, 2);
+    row.writeInt32BE(from + i, 6);
+    row.writeInt32BE(filler.length, 10);
+    rows.push(row, filler);
+  }
+  rows.push(Buffer.from([0xff, 0xff]));
+  return Buffer.concat(rows);
 }
 
 beforeAll(async () => {
