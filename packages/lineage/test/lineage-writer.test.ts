@@ -1,22 +1,16 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type LineageRow, type Logger, silentLogger } from "@factflow/protocols";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  connectPglite,
-  connectPostgres,
   createPostgresSqlRunner,
   type DatabaseHandles,
   type LineageSqlRunner,
   LineageWriter,
-  openLineageDatabase,
   uuidv7,
 } from "../src/index.js";
 import { fromStoredRow, type StoredLineageRow } from "../src/lineage-rows.js";
 import { row } from "./lineage-suite.js";
-import { createTestDatabase, skipWithoutPostgres } from "./pg-test-database.js";
+import { type MigratedTarget, migratedDialects } from "./migrated-targets.js";
 
 // A real node-postgres pool aimed at a port nobody listens on: every commit fails fast.
 const unreachable = () =>
@@ -78,46 +72,10 @@ describe("lineage writer", () => {
 
 const ERR = { class: "E", message: 'it "broke", badly', retryable: true, fatal: false };
 
-/** A migrated database of one dialect, opened as raw handles so the test can watch the runner. */
-interface CopyTarget {
-  readonly handles: DatabaseHandles;
-  cleanup(): Promise<void>;
-}
-
-async function pgliteTarget(): Promise<CopyTarget> {
-  const dir = await mkdtemp(join(tmpdir(), "factflow-writer-copy-"));
-  // Migrate through the public entry point, then reopen the raw handles.
-  await (await openLineageDatabase({ dataDir: dir })).close();
-  const handles = await connectPglite(dir);
-  return {
-    handles,
-    async cleanup() {
-      await handles.close();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function postgresTarget(): Promise<CopyTarget> {
-  const created = await createTestDatabase("factflow_copy");
-  await (await openLineageDatabase({ databaseUrl: created.url })).close();
-  const handles = await connectPostgres(created.url);
-  return {
-    handles,
-    async cleanup() {
-      await handles.close();
-      await created.drop();
-    },
-  };
-}
-
-// Without PostgreSQL, skipWithoutPostgres says so at run time (and fails the run when
-// FACTFLOW_REQUIRE_SERVICES=1); the PGlite half runs either way.
-const dialects = [{ dialect: "PGlite", open: pgliteTarget }];
-if (!(await skipWithoutPostgres())) dialects.push({ dialect: "PostgreSQL", open: postgresTarget });
+const dialects = await migratedDialects("factflow-writer-copy");
 
 describe.each(dialects)("lineage writer on $dialect (COPY path)", ({ open }) => {
-  let target: CopyTarget | undefined;
+  let target: MigratedTarget | undefined;
   let handles: DatabaseHandles;
   const calls = { copy: 0, execute: 0 };
   let runner: LineageSqlRunner;

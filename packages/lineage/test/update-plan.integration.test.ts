@@ -1,11 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { CompiledQuery } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectPglite, connectPostgres, type DatabaseHandles, openLineageDatabase } from "../src/index.js";
 import { type PendingUpdate, updateRowsStatement } from "../src/lineage-sql.js";
-import { createTestDatabase, skipWithoutPostgres } from "./pg-test-database.js";
+import { type MigratedTarget, migratedDialects } from "./migrated-targets.js";
 
 /** 40 000 open rows of 40 executions: enough that hashing the table looks cheaper than 2000 probes. */
 const FILL_SQL = `insert into lineage (id, execution_id, kind, route, message_id, correlation_id, attempt,
@@ -31,41 +27,7 @@ function nodesOf(node: PlanNode, into: PlanNode[] = []): PlanNode[] {
   return into;
 }
 
-interface Target {
-  readonly handles: DatabaseHandles;
-  cleanup(): Promise<void>;
-}
-
-async function pgliteTarget(): Promise<Target> {
-  const dir = await mkdtemp(join(tmpdir(), "factflow-update-plan-"));
-  await (await openLineageDatabase({ dataDir: dir })).close();
-  const handles = await connectPglite(dir);
-  return {
-    handles,
-    async cleanup() {
-      await handles.close();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-async function postgresTarget(): Promise<Target> {
-  const created = await createTestDatabase("factflow_update_plan");
-  await (await openLineageDatabase({ databaseUrl: created.url })).close();
-  const handles = await connectPostgres(created.url);
-  return {
-    handles,
-    async cleanup() {
-      await handles.close();
-      await created.drop();
-    },
-  };
-}
-
-// Without PostgreSQL, skipWithoutPostgres says so at run time (and fails the run when
-// FACTFLOW_REQUIRE_SERVICES=1); the PGlite half runs either way.
-const dialects = [{ dialect: "PGlite", open: pgliteTarget }];
-if (!(await skipWithoutPostgres())) dialects.push({ dialect: "PostgreSQL", open: postgresTarget });
+const dialects = await migratedDialects("factflow-update-plan");
 
 /**
  * The writer's batched UPDATE must reach each row through the primary key, never by reading the
@@ -74,7 +36,7 @@ if (!(await skipWithoutPostgres())) dialects.push({ dialect: "PostgreSQL", open:
  * to the table (lineage-sql.ts).
  */
 describe.each(dialects)("the writer's batched update on $dialect", ({ open }) => {
-  let target: Target | undefined;
+  let target: MigratedTarget | undefined;
   let ids: string[] = [];
 
   const run = async <R>(text: string, params: readonly unknown[] = []): Promise<R[]> => {
