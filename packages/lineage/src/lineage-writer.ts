@@ -26,7 +26,8 @@ export interface LineageWriterOptions {
   /**
    * On a runner without a connection of its own for the pending lane (PGlite): how long after its
    * last `registerPending` the lane counts as in use, which keeps the bulk lane to one batch in
-   * flight so a lane commit never waits behind two. @default 250
+   * flight, so its commits wait behind one bulk batch at most (only the first registration after a
+   * quiet spell can find two queued). @default 250
    */
   readonly laneQuietMs?: number;
 }
@@ -379,7 +380,8 @@ export class LineageWriter {
    * database's queue behind the one running, so the database starts it the moment the first ends
    * instead of idling while this thread prepares it (a fifth to a third more messages a second in
    * the peer relay). A pending-lane commit would then wait behind both, so while callers use the lane
-   * (strict lineage registers every hop) it stays one: two only after `laneQuietMs` without.
+   * (strict lineage registers every hop) it stays one: two only after `laneQuietMs` without. The
+   * first registration after such a quiet spell may still find two batches queued ahead of it.
    */
   #bulkWidthNow(): number {
     if (!this.#laneShared) return BULK_WIDTH;

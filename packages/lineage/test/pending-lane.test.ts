@@ -241,7 +241,7 @@ describe("lineage writer pending lane (PGlite)", () => {
     await writer.flush();
 
     // Right after a registration the lane counts as in use: one bulk batch at a time, so the next
-    // pending-lane commit never waits behind two.
+    // pending-lane commit waits behind one bulk batch at most.
     await writer.registerPending(batchOf(1));
     shared.hold();
     const busy = [...batchOf(10), ...batchOf(3)];
