@@ -16,7 +16,9 @@ export function uuidv7(now?: number): string {
 /**
  * A time-ordered UUID (version 7) for adapter lineage rows and new root messages. Lineage rows are
  * keyed by it: with random ids every insert went to a random page of the primary-key index, and once
- * that index outgrew PGlite's buffer cache the embedded relay slowed with every round.
+ * that index outgrew PGlite's buffer cache the embedded relay slowed with every round. Made here
+ * rather than by {@link uuidv7}: like the random ids before, it is written as one flat string from
+ * a pooled random buffer (uuid-text.ts), on the path that makes a row id every hop.
  */
 export function newId(): string {
   return timeOrderedUuid();
