@@ -1,4 +1,5 @@
 import { HandlerTimeoutError } from "@factflow/protocols";
+import type { SignalPool } from "./signal-pool.js";
 
 /** Something that must give up at `deadline` (epoch ms) unless removed from its sweep first. */
 export interface Expiring {
@@ -73,18 +74,49 @@ export class DeadlineSweep<T extends Expiring> {
 /**
  * A handler in progress, for a {@link DeadlineSweep}: its abort signal is aborted with a
  * `HandlerTimeoutError` when its timeout passes before it is removed from the sweep.
+ *
+ * Abort it with {@link abort}, not through `controller`: `runHandler` then learns of it
+ * directly instead of through an `abort` listener on the signal. With a {@link SignalPool} (the
+ * subscriber set `releasesSignal`) the controller comes from the pool and goes back to it on
+ * {@link release}, so a delivery costs no new `AbortController` (and no new `AbortSignal`).
  */
 export class HandlerRun implements Expiring {
-  readonly controller = new AbortController();
+  readonly controller: AbortController;
   readonly deadline: number;
   readonly #timeoutMs: number;
+  readonly #pool: SignalPool | undefined;
+  #onAbort: (() => void) | undefined;
 
-  constructor(timeoutMs: number) {
+  constructor(timeoutMs: number, pool?: SignalPool) {
     this.#timeoutMs = timeoutMs;
+    this.#pool = pool;
+    this.controller = pool === undefined ? new AbortController() : pool.take();
     this.deadline = Date.now() + timeoutMs;
   }
 
+  /** Aborts the handler's signal with `reason`; a `runHandler` running it settles at once. */
+  abort(reason: unknown): void {
+    this.controller.abort(reason);
+    const onAbort = this.#onAbort;
+    this.#onAbort = undefined;
+    onAbort?.();
+  }
+
   expire(): void {
-    this.controller.abort(new HandlerTimeoutError(this.#timeoutMs));
+    this.abort(new HandlerTimeoutError(this.#timeoutMs));
+  }
+
+  /** Called by `runHandler`: `onAbort` runs once if {@link abort} is called before {@link release}. */
+  watch(onAbort: () => void): void {
+    this.#onAbort = onAbort;
+  }
+
+  /**
+   * The delivery has settled: nothing is watched any more, and the controller goes back to the pool
+   * if there is one (the pool keeps it only if its signal was never aborted and has no listener left).
+   */
+  release(): void {
+    this.#onAbort = undefined;
+    this.#pool?.give(this.controller);
   }
 }

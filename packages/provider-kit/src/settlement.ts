@@ -8,6 +8,7 @@ import {
   type RetryPolicy,
   retryDelayMs,
 } from "@factflow/protocols";
+import type { HandlerRun } from "./deadline-sweep.js";
 
 /** Longest failure text kept on retried and dead-lettered copies (`x-last-error`). */
 export const MAX_LAST_ERROR_LENGTH = 1_000;
@@ -129,16 +130,20 @@ function describeThrown(error: unknown): string {
 
 /**
  * Runs a handler until it settles or its signal aborts, whichever comes first. The provider aborts
- * `controller` with a `HandlerTimeoutError` when the handler runs past its timeout, or with any
- * other reason when the subscription stops; either way the outcome is known at once, even if the
- * handler ignores its signal and never returns (its late result is dropped).
+ * the signal with a `HandlerTimeoutError` when the handler runs past its timeout, or with any other
+ * reason when the subscription stops; either way the outcome is known at once, even if the handler
+ * ignores its signal and never returns (its late result is dropped).
+ *
+ * Given a {@link HandlerRun}, the run tells this function of its abort directly (see
+ * {@link HandlerRun.abort}); given a bare `AbortController`, it listens on the signal.
  */
 export function runHandler(
   handler: MessageHandler,
   delivery: Delivery,
-  controller: AbortController,
+  source: AbortController | HandlerRun,
 ): Promise<HandlerOutcome> {
-  const signal = controller.signal;
+  const run = "watch" in source ? source : undefined;
+  const signal = run === undefined ? (source as AbortController).signal : run.controller.signal;
   const aborted = (): HandlerOutcome =>
     isHandlerTimeout(signal.reason)
       ? { kind: "timed-out", timeoutMs: signal.reason.timeoutMs }
@@ -149,11 +154,12 @@ export function runHandler(
     const finish = (outcome: HandlerOutcome) => {
       if (done) return;
       done = true;
-      signal.removeEventListener("abort", onAbort);
+      if (run === undefined) signal.removeEventListener("abort", onAbort);
       resolve(outcome);
     };
     const onAbort = () => finish(aborted());
-    signal.addEventListener("abort", onAbort, { once: true });
+    if (run === undefined) signal.addEventListener("abort", onAbort, { once: true });
+    else run.watch(onAbort);
     let pending: Promise<HandlerResult> | HandlerResult;
     try {
       pending = handler(delivery, signal);

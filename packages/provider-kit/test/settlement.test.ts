@@ -1,6 +1,7 @@
+import { getEventListeners } from "node:events";
 import { type Delivery, HandlerTimeoutError, resolveRetryPolicy } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
-import { decideSettlement, type HandlerOutcome, runHandler } from "../src/index.js";
+import { decideSettlement, type HandlerOutcome, HandlerRun, runHandler, SignalPool } from "../src/index.js";
 
 const policy = resolveRetryPolicy({ maxAttempts: 3, initialDelayMs: 100, multiplier: 2 });
 const ctx = (attempt: number, isTopic = false) => ({ attempt, policy, isTopic });
@@ -90,5 +91,64 @@ describe("runHandler", () => {
     const stopped = runHandler(never, delivery, stop);
     stop.abort(new Error("subscription closed"));
     expect(await stopped).toEqual({ kind: "stopped" });
+  });
+
+  it("with a HandlerRun: settles at once on run.abort and leaves no abort listener on the signal", async () => {
+    const never = () => new Promise<never>(() => {});
+    const run = new HandlerRun(60_000);
+    const outcome = runHandler(never, delivery, run);
+    expect(getEventListeners(run.controller.signal, "abort")).toHaveLength(0);
+    run.abort(new Error("subscription closed"));
+    expect(await outcome).toEqual({ kind: "stopped" });
+
+    const timed = new HandlerRun(250);
+    const timedOut = runHandler(never, delivery, timed);
+    timed.expire();
+    expect(await timedOut).toEqual({ kind: "timed-out", timeoutMs: 250 });
+
+    // A run aborted before the handler starts settles without calling it.
+    const early = new HandlerRun(60_000);
+    early.abort(new Error("subscription closed"));
+    let called = false;
+    const skipped = await runHandler(
+      () => {
+        called = true;
+        return "ACKNOWLEDGED";
+      },
+      delivery,
+      early,
+    );
+    expect(skipped).toEqual({ kind: "stopped" });
+    expect(called).toBe(false);
+  });
+
+  it("with a pooled HandlerRun: a settled, never-aborted controller serves the next delivery", async () => {
+    const pool = new SignalPool(true, 4);
+    const first = new HandlerRun(60_000, pool);
+    expect(await runHandler(() => "ACKNOWLEDGED", delivery, first)).toEqual(returned("ACKNOWLEDGED"));
+    first.release();
+    const second = new HandlerRun(60_000, pool);
+    expect(second.controller).toBe(first.controller);
+
+    // Aborted (a stop): never handed out again, and an abort after release reaches nothing.
+    const stopped = runHandler(() => new Promise<never>(() => {}), delivery, second);
+    second.abort(new Error("subscription closed"));
+    expect(await stopped).toEqual({ kind: "stopped" });
+    second.release();
+    const third = new HandlerRun(60_000, pool);
+    expect(third.controller).not.toBe(second.controller);
+    expect(third.controller.signal.aborted).toBe(false);
+
+    // A handler that left a listener on its signal keeps its controller out of the pool.
+    await runHandler(
+      (_d, signal) => {
+        signal.addEventListener("abort", () => {});
+        return "ACKNOWLEDGED";
+      },
+      delivery,
+      third,
+    );
+    third.release();
+    expect(new HandlerRun(60_000, pool).controller).not.toBe(third.controller);
   });
 });

@@ -201,6 +201,7 @@ export function createArtemisProvider(
         retry: subscribeOptions.retry,
         concurrency: strict ? 1 : concurrency,
         handlerTimeoutMs: subscribeOptions.handlerTimeoutMs,
+        releasesSignal: subscribeOptions.releasesSignal,
         onClosed: (closed) => live.delete(closed),
         ...(options.afterCopyConfirmed === undefined
           ? {}

@@ -2,7 +2,6 @@ import {
   type DeadLetterReason,
   type Delivery,
   type DurabilityCounters,
-  HandlerTimeoutError,
   type Logger,
   type MessageHandler,
   ProviderError,
@@ -10,13 +9,16 @@ import {
   type Subscription,
 } from "@factflow/protocols";
 import {
+  DeadlineSweep,
   deadLetterHeaders,
   decideSettlement,
   type GroupKeySpec,
   groupKeyOf,
+  HandlerRun,
   retryHeaders,
   runHandler,
   type SettlementVerdict,
+  SignalPool,
 } from "@factflow/provider-kit";
 import type { IMessage } from "@stomp/stompjs";
 import { type DecodedMessage, DLQ_ID_HEADER, decodeMessage } from "./envelope-codec.js";
@@ -51,6 +53,8 @@ export interface SubscriptionDeps {
   readonly retry: RetryPolicy;
   readonly concurrency: number;
   readonly handlerTimeoutMs: number;
+  /** The subscriber lets go of its signal once it settles (see the kit's `SignalPool`). */
+  readonly releasesSignal?: boolean;
   readonly onClosed: (subscription: ArtemisSubscription) => void;
   /** Runs after a settlement copy has its RECEIPT and before the original is acknowledged. */
   readonly afterCopyConfirmed?: (info: {
@@ -104,7 +108,11 @@ export class ArtemisSubscription implements Subscription {
   private current: LinkSubscription | undefined;
   private readonly waiting: Pending[] = [];
   /** Running (or settling) handlers. */
-  private readonly running = new Set<AbortController>();
+  private readonly running = new Set<HandlerRun>();
+  /** Timeouts of the handlers still running, on one timer. */
+  private readonly deadlines = new DeadlineSweep<HandlerRun>();
+  /** Controllers of settled deliveries, handed out again when the subscriber releases its signal. */
+  private readonly signals: SignalPool;
   /** Groups with a delivery in a handler (or settling) right now. */
   private readonly busyGroups = new Set<string>();
   private stopped = false;
@@ -121,6 +129,7 @@ export class ArtemisSubscription implements Subscription {
     private readonly deps: SubscriptionDeps,
   ) {
     this.destination = target.destination;
+    this.signals = new SignalPool(deps.releasesSignal === true, deps.concurrency);
   }
 
   /** The Artemis queue this subscription consumes. */
@@ -194,7 +203,8 @@ export class ArtemisSubscription implements Subscription {
     if (this.stopped) return;
     this.stopped = true;
     if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
-    for (const controller of this.running) controller.abort(new Error("subscription closed"));
+    this.deadlines.clear();
+    for (const run of this.running) run.abort(new Error("subscription closed"));
     for (const dropped of this.waiting.splice(0)) this.deps.guard.release(dropped.ticket);
     if (this.settling.size > 0) await settledWithin([...this.settling], UNSUBSCRIBE_SETTLE_MS);
     this.detached = true;
@@ -254,11 +264,10 @@ export class ArtemisSubscription implements Subscription {
   }
 
   private async run(pending: Pending): Promise<void> {
-    const controller = new AbortController();
-    this.running.add(controller);
+    const run = new HandlerRun(this.deps.handlerTimeoutMs, this.signals);
+    this.running.add(run);
     if (pending.group !== undefined) this.busyGroups.add(pending.group);
-    const timeoutMs = this.deps.handlerTimeoutMs;
-    const timer = setTimeout(() => controller.abort(new HandlerTimeoutError(timeoutMs)), timeoutMs);
+    this.deadlines.add(run);
     const { decoded } = pending;
     const delivery: Delivery = {
       message: decoded.envelope,
@@ -268,8 +277,8 @@ export class ArtemisSubscription implements Subscription {
       redelivered: decoded.redelivered,
     };
     // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
-    const outcome = await runHandler(this.handler, delivery, controller);
-    clearTimeout(timer);
+    const outcome = await runHandler(this.handler, delivery, run);
+    this.deadlines.delete(run);
     const context = {
       attempt: decoded.attempt,
       policy: this.deps.retry,
@@ -283,7 +292,9 @@ export class ArtemisSubscription implements Subscription {
       this.settlementFailed(error);
     } finally {
       this.settling.delete(work);
-      this.running.delete(controller);
+      this.running.delete(run);
+      // Only now: until the settlement ends, an unsubscribe may still abort this run's signal.
+      run.release();
       if (pending.group !== undefined) this.busyGroups.delete(pending.group);
       this.pump();
     }

@@ -204,6 +204,7 @@ export function createPulsarProvider(
           concurrency: plan.options.concurrency,
           policy: plan.options.retry,
           handlerTimeoutMs: plan.options.handlerTimeoutMs,
+          releasesSignal: plan.options.releasesSignal,
           subscriptionType: plan.subscriptionType,
         },
       );

@@ -1,18 +1,20 @@
-import {
-  type Delivery,
-  type DurabilityCounters,
-  HandlerTimeoutError,
-  type Logger,
-  type MessageHandler,
-  type RetryPolicy,
-  type Subscription,
+import type {
+  Delivery,
+  DurabilityCounters,
+  Logger,
+  MessageHandler,
+  RetryPolicy,
+  Subscription,
 } from "@factflow/protocols";
 import {
+  DeadlineSweep,
   deadLetterHeaders,
   decideSettlement,
+  HandlerRun,
   retryHeaders,
   runHandler,
   type SettlementVerdict,
+  SignalPool,
 } from "@factflow/provider-kit";
 import { copyPayload, decodeMessage } from "./codec.js";
 import type { PulsarConfig } from "./config.js";
@@ -45,6 +47,8 @@ export interface SubscriptionSettings {
   readonly concurrency: number;
   readonly policy: RetryPolicy;
   readonly handlerTimeoutMs: number;
+  /** The subscriber lets go of its signal once it settles (see the kit's `SignalPool`). */
+  readonly releasesSignal?: boolean;
   /**
    * `Shared` (competing consumers, any order), or `Failover` for ordered routes (`ordering: "fifo"`,
    * with or without a group key): one consumer across every process sees the whole topic in publish
@@ -137,8 +141,10 @@ export class PulsarSubscription implements Subscription {
   private backlog: Pending[] = [];
   private running = 0;
   /** Running handlers with their deadlines, oldest first (one timeout for the whole subscription). */
-  private readonly controllers = new Map<AbortController, number>();
-  private sweeper: NodeJS.Timeout | undefined;
+  /** Running handlers, whose timeouts share one timer. */
+  private readonly handlers = new DeadlineSweep<HandlerRun>();
+  /** Controllers of settled deliveries, handed out again when the subscriber releases its signal. */
+  private readonly signals: SignalPool;
   private readonly settling = new Set<Promise<void>>();
 
   constructor(
@@ -148,6 +154,7 @@ export class PulsarSubscription implements Subscription {
     const { route } = settings;
     this.destination = route.destination;
     this.name = route.subscription;
+    this.signals = new SignalPool(settings.releasesSignal === true, settings.concurrency);
     this.sources = [new Source(this, route.topic, route.pulsarSubscription)];
     if (route.retryTopic !== route.topic)
       this.sources.push(new Source(this, route.retryTopic, route.pulsarSubscription));
@@ -212,40 +219,17 @@ export class PulsarSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: pending.message.redeliveryCount > 0,
     };
-    const controller = new AbortController();
-    this.controllers.set(controller, Date.now() + this.settings.handlerTimeoutMs);
-    this.armSweeper();
-    const outcome = await runHandler(this.settings.handler, delivery, controller);
-    this.controllers.delete(controller);
+    const run = new HandlerRun(this.settings.handlerTimeoutMs, this.signals);
+    this.handlers.add(run);
+    const outcome = await runHandler(this.settings.handler, delivery, run);
+    this.handlers.delete(run);
+    run.release();
     const verdict = decideSettlement(outcome, {
       attempt: decoded.attempt,
       policy: this.settings.policy,
       isTopic: this.route.kind === "topic",
     });
     await this.settle(pending, verdict, decoded);
-  }
-
-  /**
-   * Every handler of a subscription has the same timeout, so deadlines grow in start order and one
-   * timer, armed for the oldest, covers them all.
-   */
-  private armSweeper(): void {
-    if (this.sweeper !== undefined || this.stopped) return;
-    const oldest = this.controllers.values().next();
-    if (oldest.done === true) return;
-    this.sweeper = setTimeout(
-      () => {
-        this.sweeper = undefined;
-        const now = Date.now();
-        for (const [controller, deadline] of this.controllers) {
-          if (deadline > now) break;
-          this.controllers.delete(controller);
-          controller.abort(new HandlerTimeoutError(this.settings.handlerTimeoutMs));
-        }
-        this.armSweeper();
-      },
-      Math.max(1, oldest.value - Date.now()),
-    );
   }
 
   private isCurrent(pending: Pending): boolean {
@@ -345,8 +329,7 @@ export class PulsarSubscription implements Subscription {
     if (this.stopped) return;
     this.stopped = true;
     this.deps.onStop(this);
-    clearTimeout(this.sweeper);
-    for (const controller of this.controllers.keys()) controller.abort(new Error("subscription closed"));
+    for (const run of this.handlers.clear()) run.abort(new Error("subscription closed"));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled([...this.settling]),

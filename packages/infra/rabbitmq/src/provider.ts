@@ -282,6 +282,7 @@ export function createRabbitMqProvider(
           concurrency,
           policy,
           handlerTimeoutMs,
+          releasesSignal: options.releasesSignal,
         },
       );
       declareFor.set(subscription, declare);

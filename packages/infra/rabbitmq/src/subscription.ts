@@ -12,6 +12,7 @@ import {
   HandlerRun,
   runHandler,
   type SettlementVerdict,
+  SignalPool,
 } from "@factflow/provider-kit";
 import type { Channel, ConsumeMessage } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
@@ -63,6 +64,8 @@ export interface SubscriptionSettings {
   readonly concurrency: number;
   readonly policy: RetryPolicy;
   readonly handlerTimeoutMs: number;
+  /** The subscriber lets go of its signal once it settles (see the kit's `SignalPool`). */
+  readonly releasesSignal?: boolean;
 }
 
 /**
@@ -81,6 +84,8 @@ export class RabbitSubscription implements Subscription {
   private stopped = false;
   /** Running handlers, whose timeouts share one timer. */
   private readonly handlers = new DeadlineSweep<HandlerRun>();
+  /** Controllers of settled deliveries, handed out again when the subscriber releases its signal. */
+  private readonly signals: SignalPool;
   private readonly settling = new Set<Promise<void>>();
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -89,6 +94,7 @@ export class RabbitSubscription implements Subscription {
     private readonly settings: SubscriptionSettings,
   ) {
     this.destination = settings.route.destination;
+    this.signals = new SignalPool(settings.releasesSignal === true, settings.concurrency);
     this.name = settings.route.subscription;
   }
 
@@ -203,10 +209,11 @@ export class RabbitSubscription implements Subscription {
       redelivered: message.fields.redelivered,
     };
     // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
-    const run = new HandlerRun(this.settings.handlerTimeoutMs);
+    const run = new HandlerRun(this.settings.handlerTimeoutMs, this.signals);
     this.handlers.add(run);
-    const outcome = await runHandler(this.settings.handler, delivery, run.controller);
+    const outcome = await runHandler(this.settings.handler, delivery, run);
     this.handlers.delete(run);
+    run.release();
     const context = { attempt: decoded.attempt, policy: this.settings.policy, isTopic };
     await this.settle(pending, decideSettlement(outcome, context));
   }
@@ -323,7 +330,7 @@ export class RabbitSubscription implements Subscription {
     if (!connectionClosing && open && attachment.consumerTag !== undefined) {
       await settleWithin(attachment.channel.cancel(attachment.consumerTag), SHUTDOWN_STEP_MS);
     }
-    for (const run of this.handlers.clear()) run.controller.abort(new Error("subscription closed"));
+    for (const run of this.handlers.clear()) run.abort(new Error("subscription closed"));
     // Copies being confirmed get a moment to finish, so their originals are acked rather than
     // redelivered as duplicates; a stalled broker cannot hold the shutdown hostage.
     await settleWithin(Promise.allSettled([...this.settling]), SHUTDOWN_STEP_MS);

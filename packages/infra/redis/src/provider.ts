@@ -249,6 +249,7 @@ export function createRedisProvider(
           concurrency: options.concurrency,
           policy: options.retry,
           handlerTimeoutMs: options.handlerTimeoutMs,
+          releasesSignal: options.releasesSignal,
         },
       );
       subscriptions.add(subscription);

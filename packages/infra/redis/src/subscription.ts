@@ -18,6 +18,7 @@ import {
   retryHeaders,
   runHandler,
   type SettlementVerdict,
+  SignalPool,
 } from "@factflow/provider-kit";
 import type { Redis } from "ioredis";
 import { AckBatcher } from "./ack-batch.js";
@@ -68,6 +69,8 @@ export interface SubscriptionSettings {
   readonly concurrency: number;
   readonly policy: RetryPolicy;
   readonly handlerTimeoutMs: number;
+  /** The subscriber lets go of its signal once it settles (see the kit's `SignalPool`). */
+  readonly releasesSignal?: boolean;
 }
 
 /**
@@ -89,6 +92,8 @@ export class RedisSubscription implements Subscription {
   private reader: Redis | undefined;
   private loopDone: Promise<void> = Promise.resolve();
   private readonly handlerDeadlines = new DeadlineSweep<HandlerRun>();
+  /** Controllers of settled deliveries, handed out again when the subscriber releases its signal. */
+  private readonly signals: SignalPool;
   private readonly active = new Set<Promise<void>>();
   private slotWaiter: (() => void) | undefined;
   /** True once the window was full: the next read waits for `refillAt` free slots. */
@@ -114,6 +119,7 @@ export class RedisSubscription implements Subscription {
     this.destination = deps.lane.destination;
     this.name = settings.subscription;
     this.refillAt = Math.max(1, Math.floor(settings.prefetch / 2));
+    this.signals = new SignalPool(settings.releasesSignal === true, settings.concurrency);
   }
 
   /** Registers the consumer (group, heartbeat, topic subscription) and starts reading. */
@@ -264,10 +270,11 @@ export class RedisSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: item.redelivered,
     };
-    const run = new HandlerRun(this.settings.handlerTimeoutMs);
+    const run = new HandlerRun(this.settings.handlerTimeoutMs, this.signals);
     this.handlerDeadlines.add(run);
-    const outcome = await runHandler(this.settings.handler, delivery, run.controller);
+    const outcome = await runHandler(this.settings.handler, delivery, run);
     this.handlerDeadlines.delete(run);
+    run.release();
     const context = {
       attempt: decoded.attempt,
       policy: this.settings.policy,
@@ -426,7 +433,7 @@ export class RedisSubscription implements Subscription {
     const waiter = this.slotWaiter;
     this.slotWaiter = undefined;
     waiter?.();
-    for (const run of this.handlerDeadlines.clear()) run.controller.abort(new Error("subscription closed"));
+    for (const run of this.handlerDeadlines.clear()) run.abort(new Error("subscription closed"));
     const waiting = this.backlog.splice(0);
     const handBacks = waiting.map((item) => this.handBack(item));
     await settleWithin(

@@ -8,6 +8,7 @@ export const GROUPS = [
   "retry",
   "incomplete",
   "never-settles",
+  "released-signals",
   "topic-failure",
   "dead-letters",
   "cleanup",

@@ -12,6 +12,7 @@ import { registerOrderedGroups } from "./groups/ordered-groups.js";
 import { registerOrdering } from "./groups/ordering.js";
 import { registerPauseResume } from "./groups/pause-resume.js";
 import { registerQueues } from "./groups/queues.js";
+import { registerReleasedSignals } from "./groups/released-signals.js";
 import { registerRetry } from "./groups/retry.js";
 import { registerSettlement } from "./groups/settlement.js";
 import { registerStats } from "./groups/stats.js";
@@ -103,6 +104,7 @@ function registerGroups(resolved: ResolvedOptions, report: SuiteReport): void {
   describe("retry", () => registerRetry(env));
   describe("incomplete handlers", () => registerIncomplete(env));
   describe("handlers that never settle", () => registerNeverSettles(env));
+  describe("released signals", () => registerReleasedSignals(env));
   describe("topic failure", () => registerTopicFailure(env));
   describe("dead letters", () => registerDeadLetters(env));
   describe("cleanup", () => registerCleanup(env));
