@@ -193,8 +193,16 @@ function timedLineage(lineage: LineageProtocol, waits: { commit: number[] }): Li
   });
 }
 
-/** Creates the run's lineage database and opens it; `drop` closes and removes it. */
+/**
+ * Creates the run's lineage database and opens it; `drop` closes and removes it. With
+ * `FACTFLOW_BENCH_LINEAGE=memory` (a diagnosis, like `FACTFLOW_BENCH_RELAXED_LINEAGE`) lineage stays
+ * in the process instead: the same relay without PostgreSQL's share of the machine.
+ */
 async function createBenchDatabase(): Promise<{ db: LineageDatabase; drop(): Promise<void> }> {
+  if (process.env.FACTFLOW_BENCH_LINEAGE === "memory") {
+    const db = await openLineageDatabase({ memory: true });
+    return { db, drop: () => db.close() };
+  }
   const scratch = await createScratchDatabase();
   try {
     const db = await openLineageDatabase({ databaseUrl: scratch.url });

@@ -207,7 +207,7 @@ async function statefulStep(
   const rowId = step.context.lineageId;
   let result: AdapterResult;
   try {
-    await batch.mutex.acquire(run.signal.signal);
+    await batch.mutex.acquire(run.signal);
     try {
       result = await untilAborted(invoke(step), run.signal);
       if (run.signal.aborted) throw run.signal.reason;
@@ -347,18 +347,16 @@ type MutableRow = { -readonly [K in keyof LineageRow]: LineageRow[K] };
  */
 function untilAborted<T>(work: PromiseLike<T> | T, cancellation: DeliverySignal): Promise<T> | T {
   if (!isPromiseLike(work)) return work;
-  const signal = cancellation.signal;
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
+    if (cancellation.aborted) return reject(cancellation.reason);
+    const unwatch = cancellation.onCancel(() => reject(cancellation.reason));
     work.then(
       (value) => {
-        signal.removeEventListener("abort", onAbort);
+        unwatch();
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
+        unwatch();
         reject(error);
       },
     );

@@ -1,3 +1,19 @@
+/** What aborts with an execution: a delivery's controller, or one {@link DeliverySignal.onCancel} listener. */
+export interface Abortable {
+  abort(reason?: unknown): void;
+}
+
+/**
+ * Something a wait can be cut short by, without an `AbortSignal` of its own: the engine's waits
+ * (slots, batches, an adapter's promise) take either this or an `AbortSignal`.
+ */
+export interface Cancellation {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  /** Calls `listener` once when cancelled (not if already cancelled); the returned function removes it. */
+  onCancel(listener: () => void): () => void;
+}
+
 /**
  * The cancellation of one delivery: it is cancelled when the provider's signal aborts (timeout,
  * unsubscribe) or the execution's does (cancel, fail). Most deliveries never need it as an
@@ -6,11 +22,11 @@
  * costs of the hot path, so the controller is made only when something asks for {@link signal}.
  * Until then {@link aborted} and {@link reason} read the two sources directly.
  */
-export class DeliverySignal {
+export class DeliverySignal implements Cancellation {
   readonly #provider: AbortSignal;
   readonly #execution: AbortSignal;
-  /** Controllers made so far, aborted by the route when the execution's signal aborts. */
-  readonly #registry: Set<AbortController>;
+  /** Controllers and listeners of the route's deliveries, aborted by the route when the execution's signal aborts. */
+  readonly #registry: Set<Abortable>;
   #controller: AbortController | undefined;
   #cancel: (() => void) | undefined;
   /**
@@ -20,7 +36,7 @@ export class DeliverySignal {
    */
   #disposed = false;
 
-  constructor(provider: AbortSignal, execution: AbortSignal, registry: Set<AbortController>) {
+  constructor(provider: AbortSignal, execution: AbortSignal, registry: Set<Abortable>) {
     this.#provider = provider;
     this.#execution = execution;
     this.#registry = registry;
@@ -56,6 +72,39 @@ export class DeliverySignal {
     // The execution's signal reaches this controller through the registry (one listener per route).
     this.#registry.add(controller);
     return controller.signal;
+  }
+
+  /**
+   * Runs `listener` once if the delivery is cancelled, without making the `AbortSignal` (a wait for
+   * a slot, a batch or an adapter's promise needs only this). Returns the function that removes it.
+   */
+  onCancel(listener: () => void): () => void {
+    const controller = this.#controller;
+    if (controller !== undefined) {
+      const signal = controller.signal;
+      signal.addEventListener("abort", listener, { once: true });
+      return () => signal.removeEventListener("abort", listener);
+    }
+    // After the delivery ended only the execution can cancel (see #disposed); the registry carries
+    // the execution's abort, the provider's signal its own.
+    const provider = this.#disposed ? undefined : this.#provider;
+    const registry = this.#registry;
+    let active = true;
+    const remove = () => {
+      if (!active) return;
+      active = false;
+      provider?.removeEventListener("abort", fire);
+      registry.delete(entry);
+    };
+    const fire = () => {
+      if (!active) return;
+      remove();
+      listener();
+    };
+    const entry: Abortable = { abort: fire };
+    provider?.addEventListener("abort", fire, { once: true });
+    registry.add(entry);
+    return remove;
   }
 
   /** Detaches from the provider's signal and the registry once the delivery is over. */

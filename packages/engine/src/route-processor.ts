@@ -20,7 +20,7 @@ import {
   recordAbandoned,
   runChain,
 } from "./adapter-chain.js";
-import { DeliverySignal } from "./delivery-signal.js";
+import { type Abortable, DeliverySignal } from "./delivery-signal.js";
 import { type Admission, admitDelivery } from "./duplicate-admission.js";
 import { FatalAdapterError } from "./errors.js";
 import { nowIso } from "./ids.js";
@@ -104,8 +104,8 @@ export class RouteProcessor {
    */
   readonly #unmarked = new Map<string, number>();
   #markTimer: NodeJS.Timeout | undefined;
-  /** The abort controllers of the deliveries in flight that made one (see DeliverySignal). */
-  readonly #controllers = new Set<AbortController>();
+  /** What the execution's abort reaches: controllers and cancel listeners of deliveries in flight (see DeliverySignal). */
+  readonly #controllers = new Set<Abortable>();
   /** Trace context of deliveries parked in a batch, by message id: the leader links them (tracing only). */
   readonly #heldTraces = new Map<string, Record<string, string>>();
 
@@ -136,7 +136,7 @@ export class RouteProcessor {
     executionSignal.addEventListener(
       "abort",
       () => {
-        for (const controller of this.#controllers) controller.abort(executionSignal.reason);
+        for (const controller of [...this.#controllers]) controller.abort(executionSignal.reason);
       },
       { once: true },
     );
@@ -441,15 +441,15 @@ export class RouteProcessor {
   async #runAfterWaits(work: DeliveryWork): Promise<HandlerResult> {
     const signal = work.run.signal;
     if (work.slots < 1) {
-      await this.#runtime.globalSlots.acquire(signal.signal);
+      await this.#runtime.globalSlots.acquire(signal);
       work.slots = 1;
     }
     if (work.slots < 2) {
       const routeSlots = this.#routeSlots;
-      if (!routeSlots.tryAcquire()) await routeSlots.acquire(signal.signal);
+      if (!routeSlots.tryAcquire()) await routeSlots.acquire(signal);
       work.slots = 2;
     }
-    if (!this.#watermark.isBelow) await this.#watermark.whenBelow(signal.signal);
+    if (!this.#watermark.isBelow) await this.#watermark.whenBelow(signal);
     return this.#runChain(work);
   }
 
@@ -517,12 +517,11 @@ export class RouteProcessor {
         parked.batch.remove(parked.entry);
         parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
       };
-      const abortSignal = signal.signal;
-      abortSignal.addEventListener("abort", onAbort, { once: true });
+      const unwatch = signal.onCancel(onAbort);
       if (trace !== undefined) this.#heldTraces.set(envelope.id, contextOf(trace.delivery));
       const fate = await parked.fate;
       this.#heldTraces.delete(envelope.id);
-      abortSignal.removeEventListener("abort", onAbort);
+      unwatch();
       this.counters.held--;
       this.counters.inFlight++;
       runtime.onActivity();

@@ -1,3 +1,15 @@
+import type { Cancellation } from "./delivery-signal.js";
+
+/** What a wait can be cut short by: an `AbortSignal`, or a delivery's {@link Cancellation}. */
+export type WaitSignal = AbortSignal | Cancellation;
+
+/** Calls `onAbort` once when `signal` aborts; returns the function that stops watching. */
+export function watchAbort(signal: WaitSignal, onAbort: () => void): () => void {
+  if ("onCancel" in signal) return signal.onCancel(onAbort);
+  signal.addEventListener("abort", onAbort, { once: true });
+  return () => signal.removeEventListener("abort", onAbort);
+}
+
 /**
  * A counting semaphore with FIFO waiters. `acquire` resolves when a permit is free or rejects when
  * the signal aborts first (the permit is then never taken).
@@ -28,26 +40,27 @@ export class Semaphore {
     return false;
   }
 
-  acquire(signal?: AbortSignal): Promise<void> {
+  acquire(signal?: WaitSignal): Promise<void> {
     if (this.#available > 0 && this.#waiters.length === 0) {
       this.#available--;
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
-      const grant = () => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      };
-      const onAbort = () => {
-        const index = this.#waiters.indexOf(grant);
-        if (index >= 0) this.#waiters.splice(index, 1);
-        reject(signal?.reason ?? new Error("aborted"));
-      };
       if (signal?.aborted) {
         reject(signal.reason ?? new Error("aborted"));
         return;
       }
-      signal?.addEventListener("abort", onAbort, { once: true });
+      let unwatch: (() => void) | undefined;
+      const grant = () => {
+        unwatch?.();
+        resolve();
+      };
+      if (signal !== undefined)
+        unwatch = watchAbort(signal, () => {
+          const index = this.#waiters.indexOf(grant);
+          if (index >= 0) this.#waiters.splice(index, 1);
+          reject(signal.reason ?? new Error("aborted"));
+        });
       this.#waiters.push(grant);
     });
   }
@@ -87,19 +100,20 @@ export class Watermark {
     return this.#pending < this.highWater;
   }
 
-  whenBelow(signal?: AbortSignal): Promise<void> {
+  whenBelow(signal?: WaitSignal): Promise<void> {
     if (this.#pending < this.highWater) return Promise.resolve();
     return new Promise((resolve, reject) => {
+      let unwatch: (() => void) | undefined;
       const wake = () => {
-        signal?.removeEventListener("abort", onAbort);
+        unwatch?.();
         resolve();
       };
-      const onAbort = () => {
-        const index = this.#waiters.indexOf(wake);
-        if (index >= 0) this.#waiters.splice(index, 1);
-        reject(signal?.reason ?? new Error("aborted"));
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal !== undefined)
+        unwatch = watchAbort(signal, () => {
+          const index = this.#waiters.indexOf(wake);
+          if (index >= 0) this.#waiters.splice(index, 1);
+          reject(signal.reason ?? new Error("aborted"));
+        });
       this.#waiters.push(wake);
     });
   }

@@ -1,11 +1,13 @@
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { DeliverySignal } from "../src/delivery-signal.js";
+import { type Abortable, DeliverySignal } from "../src/delivery-signal.js";
+import { Semaphore, Watermark } from "../src/semaphore.js";
 
 describe("DeliverySignal", () => {
   it("aborts with the provider's or the execution's signal while the delivery runs", () => {
     const provider = new AbortController();
     const execution = new AbortController();
-    const registry = new Set<AbortController>();
+    const registry = new Set<Abortable>();
     const signal = new DeliverySignal(provider.signal, execution.signal, registry);
     expect(signal.aborted).toBe(false);
     const made = signal.signal;
@@ -21,7 +23,7 @@ describe("DeliverySignal", () => {
   it("lets go of the provider's signal once disposed: only the execution cancels a later reader", () => {
     const provider = new AbortController();
     const execution = new AbortController();
-    const registry = new Set<AbortController>();
+    const registry = new Set<Abortable>();
     const signal = new DeliverySignal(provider.signal, execution.signal, registry);
     signal.dispose();
     // The provider may hand its signal to the next delivery, which may time out: not this one's business.
@@ -33,5 +35,66 @@ describe("DeliverySignal", () => {
     execution.abort(new Error("execution cancelled"));
     expect(signal.aborted).toBe(true);
     expect(String(signal.reason)).toContain("execution cancelled");
+  });
+
+  it("onCancel runs its listener once on the provider's abort, without making an AbortSignal", () => {
+    const provider = new AbortController();
+    const execution = new AbortController();
+    const registry = new Set<Abortable>();
+    const signal = new DeliverySignal(provider.signal, execution.signal, registry);
+    let calls = 0;
+    signal.onCancel(() => calls++);
+    expect(registry.size).toBe(1);
+    provider.abort(new Error("timed out"));
+    execution.abort(new Error("cancelled too"));
+    expect(calls).toBe(1);
+    expect(String(signal.reason)).toContain("timed out");
+    // The listener left the provider's signal and the registry when it ran.
+    expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
+    expect(registry.size).toBe(0);
+  });
+
+  it("onCancel hears the execution's abort through the route's registry, and removal detaches it", () => {
+    const provider = new AbortController();
+    const execution = new AbortController();
+    const registry = new Set<Abortable>();
+    const signal = new DeliverySignal(provider.signal, execution.signal, registry);
+    let removedCalls = 0;
+    const remove = signal.onCancel(() => removedCalls++);
+    remove();
+    expect(registry.size).toBe(0);
+    expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
+    let calls = 0;
+    signal.onCancel(() => calls++);
+    // What the route does when the execution's signal aborts.
+    execution.abort(new Error("execution cancelled"));
+    for (const entry of [...registry]) entry.abort(execution.signal.reason);
+    expect(calls).toBe(1);
+    expect(removedCalls).toBe(0);
+    expect(String(signal.reason)).toContain("execution cancelled");
+    signal.dispose();
+    provider.abort(new Error("later"));
+    expect(calls).toBe(1);
+  });
+
+  it("cuts a slot or watermark wait short, rejecting with the delivery's reason", async () => {
+    const provider = new AbortController();
+    const registry = new Set<Abortable>();
+    const signal = new DeliverySignal(provider.signal, new AbortController().signal, registry);
+    const slots = new Semaphore(1);
+    await slots.acquire();
+    const waiting = slots.acquire(signal);
+    const after = slots.acquire();
+    const watermark = new Watermark(1);
+    watermark.add(1);
+    const below = watermark.whenBelow(signal);
+    provider.abort(new Error("handler timed out"));
+    await expect(waiting).rejects.toThrow("handler timed out");
+    await expect(below).rejects.toThrow("handler timed out");
+    // The aborted waiter gave up its place: the next one gets the permit.
+    slots.release();
+    await after;
+    expect(registry.size).toBe(0);
+    expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
   });
 });
