@@ -10,6 +10,8 @@
  *   publish, as multi-process deployments need).
  * - `postgres`: the `engine` mode with lineage in PostgreSQL (a scratch database of `DATABASE_URL`,
  *   dropped at the end), printed as a second line `{"bench":"engine","lineage":"postgres",…}`.
+ * - `memory`: the `engine` mode with the in-memory lineage store (nothing persisted), a third line
+ *   `{"bench":"engine","lineage":"memory",…}`: what the engine costs without any database.
  *
  * The three modes run `rounds` times (default 2), alternating; each mode's best run is reported,
  * with the CPU time the process spent on it (PGlite runs on the same thread, so on a shared
@@ -93,10 +95,17 @@ async function baseline(n: number): Promise<{ msgsPerSec: number; ms: number; cp
   return { msgsPerSec: Math.round(n / (ms / 1000)), ms: Math.round(ms), cpuMs };
 }
 
-async function engineRun(n: number, strictLineage = false, databaseUrl?: string) {
+/** Where a run keeps lineage: PGlite in a temporary directory, a PostgreSQL URL, or memory. */
+type LineageTarget = { databaseUrl: string } | "memory" | undefined;
+
+async function engineRun(n: number, strictLineage = false, target?: LineageTarget) {
   const dir = mkdtempSync(join(tmpdir(), "factflow-bench-engine-"));
   const db = await openLineageDatabase(
-    databaseUrl === undefined ? { dataDir: join(dir, "db") } : { databaseUrl },
+    target === undefined
+      ? { dataDir: join(dir, "db") }
+      : target === "memory"
+        ? { memory: true }
+        : { databaseUrl: target.databaseUrl },
   );
   const queue = createEmbeddedProvider({ mode: "memory" });
   await queue.connect();
@@ -177,6 +186,7 @@ export async function run(args: string[]): Promise<void> {
   const engines: Awaited<ReturnType<typeof engineRun>>[] = [];
   const stricts: Awaited<ReturnType<typeof engineRun>>[] = [];
   const postgresRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
+  const memoryRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
   const scratch = await createScratchDatabase();
   try {
     for (let i = 0; i < rounds; i++) {
@@ -184,7 +194,8 @@ export async function run(args: string[]): Promise<void> {
       engines.push(await engineRun(n));
       // Strict lineage: every publish registered durably first, as multi-process deployments need.
       stricts.push(await engineRun(n, true));
-      postgresRuns.push(await engineRun(n, false, scratch.url));
+      postgresRuns.push(await engineRun(n, false, { databaseUrl: scratch.url }));
+      memoryRuns.push(await engineRun(n, false, "memory"));
     }
   } finally {
     await scratch.drop();
@@ -243,6 +254,24 @@ export async function run(args: string[]): Promise<void> {
       lineageRows: pg.lineageRows,
       lineageWrites: pg.lineageWrites,
       lineageLost: postgresRuns.reduce((sum, e) => sum + e.lineageLost, 0),
+      loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
+    }),
+  );
+  const memory = best(memoryRuns);
+  console.log(
+    JSON.stringify({
+      bench: "engine",
+      n,
+      rounds,
+      provider: "embedded-memory",
+      lineage: "memory",
+      baselineMsgsPerSec: base.msgsPerSec,
+      engineMsgsPerSec: memory.msgsPerSec,
+      engineMs: memory.ms,
+      engineCpuMs: memory.cpuMs,
+      ratio: Math.round((memory.msgsPerSec / base.msgsPerSec) * 1000) / 1000,
+      completionDelayMs: memory.completionDelayMs,
+      lineageWrites: memory.lineageWrites,
       loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
     }),
   );
