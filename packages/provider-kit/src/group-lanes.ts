@@ -1,13 +1,14 @@
 import {
   type Delivery,
   type HandlerResult,
-  HandlerTimeoutError,
   MAX_HANDLER_TIMEOUT_MS,
   type MessageHandler,
   MessageStatus,
 } from "@factflow/protocols";
+import { DeadlineSweep, HandlerRun } from "./deadline-sweep.js";
 import { groupKeyOf } from "./group-key.js";
 import { decideSettlement, runHandler } from "./settlement.js";
+import { SignalPool } from "./signal-pool.js";
 import type { ResolvedSubscribeOptions } from "./subscribe-options.js";
 
 /**
@@ -52,6 +53,13 @@ export function groupedSubscription(
   const waiting: Job[] = [];
   const busy = new Set<string>();
   let running = 0;
+  // The caller's timeout for each attempt, on one timer; each attempt's controller from a pool when
+  // the caller releases its signal.
+  const attempts: Attempts = {
+    sweep: new DeadlineSweep<HandlerRun>(),
+    pool: new SignalPool(options.releasesSignal, options.concurrency),
+    timeoutMs: options.handlerTimeoutMs,
+  };
 
   const pump = (): void => {
     while (running < options.concurrency) {
@@ -74,7 +82,7 @@ export function groupedSubscription(
     let attempt = job.delivery.attempt;
     for (;;) {
       if (job.signal.aborted) return MessageStatus.PENDING;
-      const outcome = await attemptOnce(handler, { ...job.delivery, attempt }, job.signal, options);
+      const outcome = await attemptOnce(handler, { ...job.delivery, attempt }, job.signal, attempts);
       if (outcome.kind === "stopped") return MessageStatus.PENDING;
       const verdict = decideSettlement(outcome, { attempt, policy: options.retry, isTopic: false });
       if (verdict.kind === "ack") return MessageStatus.ACKNOWLEDGED;
@@ -91,12 +99,17 @@ export function groupedSubscription(
 
   const grouped: MessageHandler = (delivery, signal) =>
     new Promise<HandlerResult>((resolve) => {
-      waiting.push({ key: groupKeyOf(delivery.message, options), delivery, signal, resolve });
       const drop = () => {
         const index = waiting.findIndex((job) => job.delivery === delivery);
         if (index >= 0) waiting.splice(index, 1);
         resolve(MessageStatus.PENDING);
       };
+      // Settled: no listener left, so a provider may hand the signal to a later delivery.
+      const settle = (result: HandlerResult) => {
+        signal.removeEventListener("abort", drop);
+        resolve(result);
+      };
+      waiting.push({ key: groupKeyOf(delivery.message, options), delivery, signal, resolve: settle });
       signal.addEventListener("abort", drop, { once: true });
       pump();
     });
@@ -122,23 +135,28 @@ export function groupedSubscription(
   };
 }
 
+/** What every attempt of one grouped subscription shares. */
+interface Attempts {
+  readonly sweep: DeadlineSweep<HandlerRun>;
+  readonly pool: SignalPool;
+  readonly timeoutMs: number;
+}
+
 /** One run of the handler under the caller's timeout, stopped when the provider's signal aborts. */
 function attemptOnce(
   handler: MessageHandler,
   delivery: Delivery,
   providerSignal: AbortSignal,
-  options: ResolvedSubscribeOptions,
+  attempts: Attempts,
 ) {
-  const controller = new AbortController();
-  const stop = () => controller.abort(providerSignal.reason);
+  const run = new HandlerRun(attempts.timeoutMs, attempts.pool);
+  const stop = () => run.abort(providerSignal.reason);
   providerSignal.addEventListener("abort", stop, { once: true });
-  const timer = setTimeout(
-    () => controller.abort(new HandlerTimeoutError(options.handlerTimeoutMs)),
-    options.handlerTimeoutMs,
-  );
-  return runHandler(handler, delivery, controller).finally(() => {
-    clearTimeout(timer);
+  attempts.sweep.add(run);
+  return runHandler(handler, delivery, run).finally(() => {
+    attempts.sweep.delete(run);
     providerSignal.removeEventListener("abort", stop);
+    run.release();
   });
 }
 

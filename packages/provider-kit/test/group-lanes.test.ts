@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { type Delivery, type HandlerResult, MessageStatus } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
 import {
@@ -134,6 +135,39 @@ describe("groupedSubscription", () => {
     stop.abort(new Error("unsubscribed"));
     await until(() => settled === 1);
     expect(await second).toBe(MessageStatus.PENDING);
+  });
+});
+
+describe("groupedSubscription and released signals", () => {
+  it("times each attempt out with the caller's timeout, and leaves no listener on a settled delivery's signal", async () => {
+    const options = resolveSubscribeOptions(
+      {
+        subscription: "s",
+        ordering: "fifo",
+        groupBy: "order.customer",
+        releasesSignal: true,
+        handlerTimeoutMs: 30,
+        retry: { maxAttempts: 2, initialDelayMs: 5, multiplier: 1 },
+      },
+      CAPS,
+    );
+    const handed: AbortSignal[] = [];
+    const plan = groupedSubscription((d, signal) => {
+      handed.push(signal);
+      // The first attempt ignores its signal: only the timeout ends it.
+      return d.attempt === 1 ? new Promise<never>(() => {}) : MessageStatus.ACKNOWLEDGED;
+    }, options);
+    const provider = new AbortController();
+    expect(await plan.handler(delivery(1, "a"), provider.signal)).toBe(MessageStatus.ACKNOWLEDGED);
+    expect(handed).toHaveLength(2);
+    expect(handed[0]?.aborted).toBe(true);
+    // The timed-out attempt's signal is not handed out again; the retry got a live one.
+    expect(handed[1]).not.toBe(handed[0]);
+    expect(handed[1]?.aborted).toBe(false);
+    expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
+    // A settled, never-aborted attempt's signal serves the next one.
+    expect(await plan.handler(delivery(2, "b", 2), provider.signal)).toBe(MessageStatus.ACKNOWLEDGED);
+    expect(handed[2]).toBe(handed[1]);
   });
 });
 
