@@ -45,24 +45,7 @@ export class Semaphore {
       this.#available--;
       return Promise.resolve();
     }
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(signal.reason ?? new Error("aborted"));
-        return;
-      }
-      let unwatch: (() => void) | undefined;
-      const grant = () => {
-        unwatch?.();
-        resolve();
-      };
-      if (signal !== undefined)
-        unwatch = watchAbort(signal, () => {
-          const index = this.#waiters.indexOf(grant);
-          if (index >= 0) this.#waiters.splice(index, 1);
-          reject(signal.reason ?? new Error("aborted"));
-        });
-      this.#waiters.push(grant);
-    });
+    return enqueue(this.#waiters, signal);
   }
 
   release(): void {
@@ -102,19 +85,31 @@ export class Watermark {
 
   whenBelow(signal?: WaitSignal): Promise<void> {
     if (this.#pending < this.highWater) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      let unwatch: (() => void) | undefined;
-      const wake = () => {
-        unwatch?.();
-        resolve();
-      };
-      if (signal !== undefined)
-        unwatch = watchAbort(signal, () => {
-          const index = this.#waiters.indexOf(wake);
-          if (index >= 0) this.#waiters.splice(index, 1);
-          reject(signal.reason ?? new Error("aborted"));
-        });
-      this.#waiters.push(wake);
-    });
+    return enqueue(this.#waiters, signal);
   }
+}
+
+/**
+ * Queues a waiter on `waiters` that resolves when it is called, or rejects with the signal's reason
+ * (leaving the queue) when `signal` aborts first, or has already.
+ */
+function enqueue(waiters: Array<() => void>, signal: WaitSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason ?? new Error("aborted"));
+      return;
+    }
+    let unwatch: (() => void) | undefined;
+    const wake = () => {
+      unwatch?.();
+      resolve();
+    };
+    if (signal !== undefined)
+      unwatch = watchAbort(signal, () => {
+        const index = waiters.indexOf(wake);
+        if (index >= 0) waiters.splice(index, 1);
+        reject(signal.reason ?? new Error("aborted"));
+      });
+    waiters.push(wake);
+  });
 }

@@ -48,3 +48,17 @@ describe("Watermark", () => {
     expect(passed).toBe(true);
   });
 });
+
+describe("waits on a signal that has already aborted", () => {
+  it("reject at once, for a permit and for the watermark alike", async () => {
+    const controller = new AbortController();
+    controller.abort(new Error("cancelled before"));
+    const sem = new Semaphore(1);
+    await sem.acquire();
+    await expect(sem.acquire(controller.signal)).rejects.toThrow("cancelled before");
+    expect(sem.waiting).toBe(0);
+    const watermark = new Watermark(1);
+    watermark.add(1);
+    await expect(watermark.whenBelow(controller.signal)).rejects.toThrow("cancelled before");
+  });
+});
