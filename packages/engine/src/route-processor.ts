@@ -105,7 +105,7 @@ export class RouteProcessor {
   readonly #unmarked = new Map<string, number>();
   #markTimer: NodeJS.Timeout | undefined;
   /** What the execution's abort reaches: controllers and cancel listeners of deliveries in flight (see DeliverySignal). */
-  readonly #controllers = new Set<Abortable>();
+  readonly #abortables = new Set<Abortable>();
   /** Trace context of deliveries parked in a batch, by message id: the leader links them (tracing only). */
   readonly #heldTraces = new Map<string, Record<string, string>>();
 
@@ -136,7 +136,7 @@ export class RouteProcessor {
     executionSignal.addEventListener(
       "abort",
       () => {
-        for (const controller of [...this.#controllers]) controller.abort(executionSignal.reason);
+        for (const abortable of [...this.#abortables]) abortable.abort(executionSignal.reason);
       },
       { once: true },
     );
@@ -342,7 +342,7 @@ export class RouteProcessor {
   ): Promise<HandlerResult> {
     let run: boolean;
     // The condition's adapter may keep its signal: it gets one of its own, not the provider's.
-    const cancellation = new DeliverySignal(providerSignal, this.#runtime.signal, this.#controllers);
+    const cancellation = new DeliverySignal(providerSignal, this.#runtime.signal, this.#abortables);
     try {
       run = await condition.test(
         this.#runtime,
@@ -388,7 +388,7 @@ export class RouteProcessor {
     // handler. Its AbortSignal is made only when something waits on it (see DeliverySignal); the
     // execution's signal outlives many deliveries, so it has one listener per route that aborts every
     // controller made.
-    const signal = new DeliverySignal(providerSignal, runtime.signal, this.#controllers);
+    const signal = new DeliverySignal(providerSignal, runtime.signal, this.#abortables);
     this.counters.inFlight++;
     runtime.onActivity();
     const work: DeliveryWork = {

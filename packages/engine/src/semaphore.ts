@@ -4,7 +4,7 @@ import type { Cancellation } from "./delivery-signal.js";
 export type WaitSignal = AbortSignal | Cancellation;
 
 /** Calls `onAbort` once when `signal` aborts; returns the function that stops watching. */
-export function watchAbort(signal: WaitSignal, onAbort: () => void): () => void {
+function watchAbort(signal: WaitSignal, onAbort: () => void): () => void {
   if ("onCancel" in signal) return signal.onCancel(onAbort);
   signal.addEventListener("abort", onAbort, { once: true });
   return () => signal.removeEventListener("abort", onAbort);

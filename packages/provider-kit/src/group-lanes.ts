@@ -5,10 +5,9 @@ import {
   type MessageHandler,
   MessageStatus,
 } from "@factflow/protocols";
-import { DeadlineSweep, HandlerRun } from "./deadline-sweep.js";
 import { groupKeyOf } from "./group-key.js";
-import { decideSettlement, runHandler } from "./settlement.js";
-import { SignalPool } from "./signal-pool.js";
+import { HandlerRuns } from "./handler-runs.js";
+import { decideSettlement } from "./settlement.js";
 import type { ResolvedSubscribeOptions } from "./subscribe-options.js";
 
 /**
@@ -55,11 +54,11 @@ export function groupedSubscription(
   let running = 0;
   // The caller's timeout for each attempt, on one timer; each attempt's controller from a pool when
   // the caller releases its signal.
-  const attempts: Attempts = {
-    sweep: new DeadlineSweep<HandlerRun>(),
-    pool: new SignalPool(options.releasesSignal, options.concurrency),
+  const attempts = new HandlerRuns({
     timeoutMs: options.handlerTimeoutMs,
-  };
+    releasesSignal: options.releasesSignal,
+    concurrency: options.concurrency,
+  });
 
   const pump = (): void => {
     while (running < options.concurrency) {
@@ -82,7 +81,8 @@ export function groupedSubscription(
     let attempt = job.delivery.attempt;
     for (;;) {
       if (job.signal.aborted) return MessageStatus.PENDING;
-      const outcome = await attemptOnce(handler, { ...job.delivery, attempt }, job.signal, attempts);
+      // One run under the caller's timeout, stopped when the provider's signal aborts.
+      const outcome = await attempts.run(handler, { ...job.delivery, attempt }, job.signal);
       if (outcome.kind === "stopped") return MessageStatus.PENDING;
       const verdict = decideSettlement(outcome, { attempt, policy: options.retry, isTopic: false });
       if (verdict.kind === "ack") return MessageStatus.ACKNOWLEDGED;
@@ -133,31 +133,6 @@ export function groupedSubscription(
       requested: Object.freeze({ ...options.requested, ...provider }),
     }),
   };
-}
-
-/** What every attempt of one grouped subscription shares. */
-interface Attempts {
-  readonly sweep: DeadlineSweep<HandlerRun>;
-  readonly pool: SignalPool;
-  readonly timeoutMs: number;
-}
-
-/** One run of the handler under the caller's timeout, stopped when the provider's signal aborts. */
-function attemptOnce(
-  handler: MessageHandler,
-  delivery: Delivery,
-  providerSignal: AbortSignal,
-  attempts: Attempts,
-) {
-  const run = new HandlerRun(attempts.timeoutMs, attempts.pool);
-  const stop = () => run.abort(providerSignal.reason);
-  providerSignal.addEventListener("abort", stop, { once: true });
-  attempts.sweep.add(run);
-  return runHandler(handler, delivery, run).finally(() => {
-    attempts.sweep.delete(run);
-    providerSignal.removeEventListener("abort", stop);
-    run.release();
-  });
 }
 
 /** Waits `ms`; false when `signal` aborted first. */

@@ -9,16 +9,13 @@ import {
   type Subscription,
 } from "@factflow/protocols";
 import {
-  DeadlineSweep,
   deadLetterHeaders,
   decideSettlement,
   type GroupKeySpec,
   groupKeyOf,
-  HandlerRun,
+  HandlerRuns,
   retryHeaders,
-  runHandler,
   type SettlementVerdict,
-  SignalPool,
 } from "@factflow/provider-kit";
 import type { IMessage } from "@stomp/stompjs";
 import { type DecodedMessage, DLQ_ID_HEADER, decodeMessage } from "./envelope-codec.js";
@@ -107,12 +104,10 @@ export class ArtemisSubscription implements Subscription {
   private attachment = 0;
   private current: LinkSubscription | undefined;
   private readonly waiting: Pending[] = [];
-  /** Running (or settling) handlers. */
-  private readonly running = new Set<HandlerRun>();
-  /** Timeouts of the handlers still running, on one timer. */
-  private readonly deadlines = new DeadlineSweep<HandlerRun>();
-  /** Controllers of settled deliveries, handed out again when the subscriber releases its signal. */
-  private readonly signals: SignalPool;
+  /** Deliveries in a handler or settling: they hold the subscription's handler slots. */
+  private running = 0;
+  /** Running handlers, whose timeouts share one timer. */
+  private readonly handlers: HandlerRuns;
   /** Groups with a delivery in a handler (or settling) right now. */
   private readonly busyGroups = new Set<string>();
   private stopped = false;
@@ -129,7 +124,11 @@ export class ArtemisSubscription implements Subscription {
     private readonly deps: SubscriptionDeps,
   ) {
     this.destination = target.destination;
-    this.signals = new SignalPool(deps.releasesSignal === true, deps.concurrency);
+    this.handlers = new HandlerRuns({
+      timeoutMs: deps.handlerTimeoutMs,
+      releasesSignal: deps.releasesSignal === true,
+      concurrency: deps.concurrency,
+    });
   }
 
   /** The Artemis queue this subscription consumes. */
@@ -203,8 +202,7 @@ export class ArtemisSubscription implements Subscription {
     if (this.stopped) return;
     this.stopped = true;
     if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
-    this.deadlines.clear();
-    for (const run of this.running) run.abort(new Error("subscription closed"));
+    this.handlers.abortAll(new Error("subscription closed"));
     for (const dropped of this.waiting.splice(0)) this.deps.guard.release(dropped.ticket);
     if (this.settling.size > 0) await settledWithin([...this.settling], UNSUBSCRIBE_SETTLE_MS);
     this.detached = true;
@@ -254,7 +252,7 @@ export class ArtemisSubscription implements Subscription {
   }
 
   private pump(): void {
-    while (!this.stopped && this.running.size < this.deps.concurrency) {
+    while (!this.stopped && this.running < this.deps.concurrency) {
       // The oldest delivery whose group is idle: order within a group, groups side by side.
       const index = this.waiting.findIndex((p) => p.group === undefined || !this.busyGroups.has(p.group));
       if (index < 0) return;
@@ -264,10 +262,8 @@ export class ArtemisSubscription implements Subscription {
   }
 
   private async run(pending: Pending): Promise<void> {
-    const run = new HandlerRun(this.deps.handlerTimeoutMs, this.signals);
-    this.running.add(run);
+    this.running += 1;
     if (pending.group !== undefined) this.busyGroups.add(pending.group);
-    this.deadlines.add(run);
     const { decoded } = pending;
     const delivery: Delivery = {
       message: decoded.envelope,
@@ -277,8 +273,7 @@ export class ArtemisSubscription implements Subscription {
       redelivered: decoded.redelivered,
     };
     // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
-    const outcome = await runHandler(this.handler, delivery, run);
-    this.deadlines.delete(run);
+    const outcome = await this.handlers.run(this.handler, delivery);
     const context = {
       attempt: decoded.attempt,
       policy: this.deps.retry,
@@ -292,9 +287,7 @@ export class ArtemisSubscription implements Subscription {
       this.settlementFailed(error);
     } finally {
       this.settling.delete(work);
-      this.running.delete(run);
-      // Only now: until the settlement ends, an unsubscribe may still abort this run's signal.
-      run.release();
+      this.running -= 1;
       if (pending.group !== undefined) this.busyGroups.delete(pending.group);
       this.pump();
     }

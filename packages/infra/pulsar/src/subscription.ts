@@ -7,14 +7,11 @@ import type {
   Subscription,
 } from "@factflow/protocols";
 import {
-  DeadlineSweep,
   deadLetterHeaders,
   decideSettlement,
-  HandlerRun,
+  HandlerRuns,
   retryHeaders,
-  runHandler,
   type SettlementVerdict,
-  SignalPool,
 } from "@factflow/provider-kit";
 import { copyPayload, decodeMessage } from "./codec.js";
 import type { PulsarConfig } from "./config.js";
@@ -140,11 +137,8 @@ export class PulsarSubscription implements Subscription {
   private readonly sources: Source[];
   private backlog: Pending[] = [];
   private running = 0;
-  /** Running handlers with their deadlines, oldest first (one timeout for the whole subscription). */
   /** Running handlers, whose timeouts share one timer. */
-  private readonly handlers = new DeadlineSweep<HandlerRun>();
-  /** Controllers of settled deliveries, handed out again when the subscriber releases its signal. */
-  private readonly signals: SignalPool;
+  private readonly handlers: HandlerRuns;
   private readonly settling = new Set<Promise<void>>();
 
   constructor(
@@ -154,7 +148,11 @@ export class PulsarSubscription implements Subscription {
     const { route } = settings;
     this.destination = route.destination;
     this.name = route.subscription;
-    this.signals = new SignalPool(settings.releasesSignal === true, settings.concurrency);
+    this.handlers = new HandlerRuns({
+      timeoutMs: settings.handlerTimeoutMs,
+      releasesSignal: settings.releasesSignal === true,
+      concurrency: settings.concurrency,
+    });
     this.sources = [new Source(this, route.topic, route.pulsarSubscription)];
     if (route.retryTopic !== route.topic)
       this.sources.push(new Source(this, route.retryTopic, route.pulsarSubscription));
@@ -219,11 +217,7 @@ export class PulsarSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: pending.message.redeliveryCount > 0,
     };
-    const run = new HandlerRun(this.settings.handlerTimeoutMs, this.signals);
-    this.handlers.add(run);
-    const outcome = await runHandler(this.settings.handler, delivery, run);
-    this.handlers.delete(run);
-    run.release();
+    const outcome = await this.handlers.run(this.settings.handler, delivery);
     const verdict = decideSettlement(outcome, {
       attempt: decoded.attempt,
       policy: this.settings.policy,
@@ -329,7 +323,7 @@ export class PulsarSubscription implements Subscription {
     if (this.stopped) return;
     this.stopped = true;
     this.deps.onStop(this);
-    for (const run of this.handlers.clear()) run.abort(new Error("subscription closed"));
+    this.handlers.abortAll(new Error("subscription closed"));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.allSettled([...this.settling]),

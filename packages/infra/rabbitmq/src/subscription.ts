@@ -6,14 +6,7 @@ import type {
   RetryPolicy,
   Subscription,
 } from "@factflow/protocols";
-import {
-  DeadlineSweep,
-  decideSettlement,
-  HandlerRun,
-  runHandler,
-  type SettlementVerdict,
-  SignalPool,
-} from "@factflow/provider-kit";
+import { decideSettlement, HandlerRuns, type SettlementVerdict } from "@factflow/provider-kit";
 import type { Channel, ConsumeMessage } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
@@ -83,9 +76,7 @@ export class RabbitSubscription implements Subscription {
   private running = 0;
   private stopped = false;
   /** Running handlers, whose timeouts share one timer. */
-  private readonly handlers = new DeadlineSweep<HandlerRun>();
-  /** Controllers of settled deliveries, handed out again when the subscriber releases its signal. */
-  private readonly signals: SignalPool;
+  private readonly handlers: HandlerRuns;
   private readonly settling = new Set<Promise<void>>();
   private retryTimer: NodeJS.Timeout | undefined;
 
@@ -94,7 +85,11 @@ export class RabbitSubscription implements Subscription {
     private readonly settings: SubscriptionSettings,
   ) {
     this.destination = settings.route.destination;
-    this.signals = new SignalPool(settings.releasesSignal === true, settings.concurrency);
+    this.handlers = new HandlerRuns({
+      timeoutMs: settings.handlerTimeoutMs,
+      releasesSignal: settings.releasesSignal === true,
+      concurrency: settings.concurrency,
+    });
     this.name = settings.route.subscription;
   }
 
@@ -209,11 +204,7 @@ export class RabbitSubscription implements Subscription {
       redelivered: message.fields.redelivered,
     };
     // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
-    const run = new HandlerRun(this.settings.handlerTimeoutMs, this.signals);
-    this.handlers.add(run);
-    const outcome = await runHandler(this.settings.handler, delivery, run);
-    this.handlers.delete(run);
-    run.release();
+    const outcome = await this.handlers.run(this.settings.handler, delivery);
     const context = { attempt: decoded.attempt, policy: this.settings.policy, isTopic };
     await this.settle(pending, decideSettlement(outcome, context));
   }
@@ -330,7 +321,7 @@ export class RabbitSubscription implements Subscription {
     if (!connectionClosing && open && attachment.consumerTag !== undefined) {
       await settleWithin(attachment.channel.cancel(attachment.consumerTag), SHUTDOWN_STEP_MS);
     }
-    for (const run of this.handlers.clear()) run.abort(new Error("subscription closed"));
+    this.handlers.abortAll(new Error("subscription closed"));
     // Copies being confirmed get a moment to finish, so their originals are acked rather than
     // redelivered as duplicates; a stalled broker cannot hold the shutdown hostage.
     await settleWithin(Promise.allSettled([...this.settling]), SHUTDOWN_STEP_MS);

@@ -11,14 +11,11 @@ import {
 } from "@factflow/protocols";
 import {
   type DeadLetterOrigin,
-  DeadlineSweep,
   deadLetterHeaders,
   decideSettlement,
-  HandlerRun,
+  HandlerRuns,
   retryHeaders,
-  runHandler,
   type SettlementVerdict,
-  SignalPool,
 } from "@factflow/provider-kit";
 import type { Redis } from "ioredis";
 import { AckBatcher } from "./ack-batch.js";
@@ -91,9 +88,8 @@ export class RedisSubscription implements Subscription {
   private stopping: Promise<void> | undefined;
   private reader: Redis | undefined;
   private loopDone: Promise<void> = Promise.resolve();
-  private readonly handlerDeadlines = new DeadlineSweep<HandlerRun>();
-  /** Controllers of settled deliveries, handed out again when the subscriber releases its signal. */
-  private readonly signals: SignalPool;
+  /** Running handlers, whose timeouts share one timer. */
+  private readonly handlers: HandlerRuns;
   private readonly active = new Set<Promise<void>>();
   private slotWaiter: (() => void) | undefined;
   /** True once the window was full: the next read waits for `refillAt` free slots. */
@@ -119,7 +115,11 @@ export class RedisSubscription implements Subscription {
     this.destination = deps.lane.destination;
     this.name = settings.subscription;
     this.refillAt = Math.max(1, Math.floor(settings.prefetch / 2));
-    this.signals = new SignalPool(settings.releasesSignal === true, settings.concurrency);
+    this.handlers = new HandlerRuns({
+      timeoutMs: settings.handlerTimeoutMs,
+      releasesSignal: settings.releasesSignal === true,
+      concurrency: settings.concurrency,
+    });
   }
 
   /** Registers the consumer (group, heartbeat, topic subscription) and starts reading. */
@@ -270,11 +270,7 @@ export class RedisSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: item.redelivered,
     };
-    const run = new HandlerRun(this.settings.handlerTimeoutMs, this.signals);
-    this.handlerDeadlines.add(run);
-    const outcome = await runHandler(this.settings.handler, delivery, run);
-    this.handlerDeadlines.delete(run);
-    run.release();
+    const outcome = await this.handlers.run(this.settings.handler, delivery);
     const context = {
       attempt: decoded.attempt,
       policy: this.settings.policy,
@@ -433,7 +429,7 @@ export class RedisSubscription implements Subscription {
     const waiter = this.slotWaiter;
     this.slotWaiter = undefined;
     waiter?.();
-    for (const run of this.handlerDeadlines.clear()) run.abort(new Error("subscription closed"));
+    this.handlers.abortAll(new Error("subscription closed"));
     const waiting = this.backlog.splice(0);
     const handBacks = waiting.map((item) => this.handBack(item));
     await settleWithin(

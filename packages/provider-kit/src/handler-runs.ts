@@ -1,0 +1,55 @@
+import type { Delivery, MessageHandler } from "@factflow/protocols";
+import { DeadlineSweep, HandlerRun } from "./deadline-sweep.js";
+import { type HandlerOutcome, runHandler } from "./settlement.js";
+import { SignalPool } from "./signal-pool.js";
+
+/** Options of {@link HandlerRuns}. */
+export interface HandlerRunsOptions {
+  /** The subscription's `handlerTimeoutMs`. */
+  readonly timeoutMs: number;
+  /** The subscription's `releasesSignal`: settled deliveries' controllers serve later ones. */
+  readonly releasesSignal: boolean;
+  /** Controllers kept for reuse at most (the subscription's `concurrency`). */
+  readonly concurrency: number;
+}
+
+/**
+ * The running handlers of one subscription: each delivery's {@link HandlerRun} on one
+ * {@link DeadlineSweep} (one timer for every handler's timeout), its controller from a
+ * {@link SignalPool}. The rule that makes reuse safe lives here: a run leaves the sweep (so neither a
+ * timeout nor {@link abortAll} can reach it) before its controller goes back to the pool.
+ */
+export class HandlerRuns {
+  readonly #sweep = new DeadlineSweep<HandlerRun>();
+  readonly #pool: SignalPool;
+  readonly #timeoutMs: number;
+
+  constructor(options: HandlerRunsOptions) {
+    this.#timeoutMs = options.timeoutMs;
+    this.#pool = new SignalPool(options.releasesSignal, options.concurrency);
+  }
+
+  /**
+   * Runs `handler` for `delivery` until it settles, times out or is aborted (see `runHandler`).
+   * With `stopWhen`, the run is also aborted (with its reason) when that signal aborts.
+   */
+  async run(handler: MessageHandler, delivery: Delivery, stopWhen?: AbortSignal): Promise<HandlerOutcome> {
+    const run = new HandlerRun(this.#timeoutMs, this.#pool);
+    const stop = stopWhen === undefined ? undefined : () => run.abort(stopWhen.reason);
+    if (stopWhen?.aborted === true) stop?.();
+    else if (stop !== undefined) stopWhen?.addEventListener("abort", stop, { once: true });
+    this.#sweep.add(run);
+    try {
+      return await runHandler(handler, delivery, run);
+    } finally {
+      this.#sweep.delete(run);
+      if (stop !== undefined) stopWhen?.removeEventListener("abort", stop);
+      run.release();
+    }
+  }
+
+  /** Aborts every handler still running (the subscription stops); none of them times out later. */
+  abortAll(reason: unknown): void {
+    for (const run of this.#sweep.clear()) run.abort(reason);
+  }
+}
