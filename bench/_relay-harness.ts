@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { RelayMeasurement, SelfTimedMode } from "./_engine-relay.js";
+import { type BrokerMatcher, cpuPerMessage, processCpuSampler } from "./_process-cpu.js";
 import { median, percentile } from "./_stats.js";
 
 /** What a relay mode reports back to the harness. */
@@ -43,6 +44,26 @@ function medianExtras(list: readonly RelayMeasurement[]): Record<string, number>
     out[key] = Number(value.toFixed(value >= 100 ? 0 : 2));
   }
   return out;
+}
+
+/** Node, broker and PostgreSQL CPU of a round, per message (NaN without the CPU figures). */
+function totalCpuUsPerMsg(r: RelayMeasurement): number {
+  const e = r.extra ?? {};
+  return (
+    (e.nodeCpuUsPerMsg ?? Number.NaN) +
+    (e.brokerCpuUsPerMsg ?? Number.NaN) +
+    (e.postgresCpuUsPerMsg ?? Number.NaN)
+  );
+}
+
+/**
+ * `cpuUsPerMsg`: the three processes' CPU per message (median round), and `cpuRatioVsRaw`: the
+ * baseline's over this mode's, the ratio the two would reach on a machine whose cores they saturate.
+ */
+function cpuFigures(list: readonly RelayMeasurement[], baselineCpu: number): Record<string, number> {
+  const cpu = median(list.map(totalCpuUsPerMsg));
+  if (!Number.isFinite(cpu)) return {};
+  return { cpuUsPerMsg: Math.round(cpu), cpuRatioVsRaw: Number((baselineCpu / cpu).toFixed(3)) };
 }
 
 /** One relay of `n` messages through `mode`; `cleanup` removes the relay's queues afterwards. */
@@ -97,6 +118,8 @@ export interface RelayBenchOptions {
   readonly engineMode: (url: string, strictLineage?: boolean) => SelfTimedMode;
   /** Removes a finished relay's queues (a no-op where the mode's close() already did). */
   readonly cleanup?: (queues: readonly string[]) => Promise<void>;
+  /** The broker's processes on this machine, for the CPU figures of each round. */
+  readonly broker: BrokerMatcher;
 }
 
 /**
@@ -122,10 +145,16 @@ export async function runRelayBench(args: readonly string[], options: RelayBench
     // A short warm-up so JIT, queue creation and the lineage database's creation do not count
     // against the first round.
     for (const mode of modes) await measure(mode, url, Math.min(200, n), cleanup);
+    const sample = processCpuSampler(options.broker);
     for (let round = 0; round < rounds; round++) {
       for (const mode of modes) {
         const list = results.get(mode.name) ?? [];
-        list.push(await measure(mode, url, n, cleanup));
+        const before = sample?.();
+        const measured = await measure(mode, url, n, cleanup);
+        const after = sample?.();
+        // CPU of the whole round (setup and teardown included) per message, process by process.
+        const cpu = before === undefined || after === undefined ? {} : cpuPerMessage(before, after, n);
+        list.push({ ...measured, extra: { ...measured.extra, ...cpu } });
         results.set(mode.name, list);
       }
     }
@@ -134,6 +163,7 @@ export async function runRelayBench(args: readonly string[], options: RelayBench
   }
   const baselineName = (modes[0] as BenchMode).name;
   const baseline = median((results.get(baselineName) ?? []).map((r) => r.msgsPerSec));
+  const baselineCpu = median((results.get(baselineName) ?? []).map(totalCpuUsPerMsg));
   for (const mode of modes) {
     const list = results.get(mode.name) ?? [];
     const rate = median(list.map((r) => r.msgsPerSec));
@@ -152,6 +182,7 @@ export async function runRelayBench(args: readonly string[], options: RelayBench
         ...(aim === undefined ? {} : { aimVsRaw: aim }),
         baseline: baselineName,
         roundsMsgsPerSec: list.map((r) => Math.round(r.msgsPerSec)),
+        ...cpuFigures(list, baselineCpu),
         ...medianExtras(list),
       }),
     );

@@ -157,5 +157,6 @@ export function run(args: string[]): Promise<void> {
     relayModes: [rawStompMode, providerMode],
     engineMode,
     cleanup: (queues) => destroyQueues(URL_DEFAULT, queues),
+    broker: (comm, cmdline) => comm === "java" && cmdline.includes("artemis"),
   });
 }

@@ -153,5 +153,11 @@ export const RELAY_MODES: RelayMode[] = [rawWsMode, providerMode];
 
 /** `run([N, rounds])`: see `runRelayBench` in `_relay-harness.ts`. */
 export function run(args: string[]): Promise<void> {
-  return runRelayBench(args, { bench: "pulsar", url: URL_DEFAULT, relayModes: RELAY_MODES, engineMode });
+  return runRelayBench(args, {
+    bench: "pulsar",
+    url: URL_DEFAULT,
+    relayModes: RELAY_MODES,
+    engineMode,
+    broker: (comm, cmdline) => comm === "java" && cmdline.includes("pulsar"),
+  });
 }

@@ -100,5 +100,11 @@ export const RELAY_MODES: RelayMode[] = [rawAmqplibMode, providerMode];
 
 /** `run([N, rounds])`: see {@link runRelayBench}. */
 export function run(args: string[]): Promise<void> {
-  return runRelayBench(args, { bench: "rabbitmq", url: URL_DEFAULT, relayModes: RELAY_MODES, engineMode });
+  return runRelayBench(args, {
+    bench: "rabbitmq",
+    url: URL_DEFAULT,
+    relayModes: RELAY_MODES,
+    engineMode,
+    broker: (comm) => comm === "beam.smp",
+  });
 }

@@ -178,5 +178,11 @@ export const RELAY_MODES: RelayMode[] = [rawIoredisMode, providerMode, bullmqMod
 
 /** `run([N, rounds])`: see `runRelayBench`. */
 export function run(args: string[]): Promise<void> {
-  return runRelayBench(args, { bench: "redis", url: URL_DEFAULT, relayModes: RELAY_MODES, engineMode });
+  return runRelayBench(args, {
+    bench: "redis",
+    url: URL_DEFAULT,
+    relayModes: RELAY_MODES,
+    engineMode,
+    broker: (comm) => comm === "redis-server",
+  });
 }

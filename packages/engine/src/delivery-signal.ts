@@ -22,13 +22,16 @@ export interface Cancellation {
  * costs of the hot path, so the controller is made only when something asks for {@link signal}.
  * Until then {@link aborted} and {@link reason} read the two sources directly.
  */
-export class DeliverySignal implements Cancellation {
+export class DeliverySignal implements Cancellation, Abortable {
   readonly #provider: AbortSignal;
   readonly #execution: AbortSignal;
   /** Controllers and listeners of the route's deliveries, aborted by the route when the execution's signal aborts. */
   readonly #registry: Set<Abortable>;
   #controller: AbortController | undefined;
   #cancel: (() => void) | undefined;
+  /** {@link onCancel} listeners waiting; set while this is watching (provider listener, registry entry). */
+  #listeners: (() => void)[] | undefined;
+  #onProviderAbort: (() => void) | undefined;
   /**
    * Set by {@link dispose}. The provider may then hand its signal to another delivery (the engine
    * subscribes with `releasesSignal`), so nothing here reads it any more: only the execution can
@@ -77,6 +80,8 @@ export class DeliverySignal implements Cancellation {
   /**
    * Runs `listener` once if the delivery is cancelled, without making the `AbortSignal` (a wait for
    * a slot, a batch or an adapter's promise needs only this). Returns the function that removes it.
+   * However many waits a delivery goes through, it puts one listener on the provider's signal and
+   * one entry in the route's registry, the first time one waits, both removed by {@link dispose}.
    */
   onCancel(listener: () => void): () => void {
     const controller = this.#controller;
@@ -85,34 +90,62 @@ export class DeliverySignal implements Cancellation {
       signal.addEventListener("abort", listener, { once: true });
       return () => signal.removeEventListener("abort", listener);
     }
-    // After the delivery ended only the execution can cancel (see #disposed); the registry carries
-    // the execution's abort, the provider's signal its own.
-    const provider = this.#disposed ? undefined : this.#provider;
-    const registry = this.#registry;
-    let active = true;
-    const remove = () => {
-      if (!active) return;
-      active = false;
-      provider?.removeEventListener("abort", fire);
-      registry.delete(entry);
-    };
-    const fire = () => {
-      if (!active) return;
-      remove();
-      listener();
-    };
-    const entry: Abortable = { abort: fire };
-    provider?.addEventListener("abort", fire, { once: true });
-    registry.add(entry);
-    return remove;
+    let listeners = this.#listeners;
+    if (listeners === undefined) {
+      listeners = [];
+      this.#listeners = listeners;
+      // After the delivery ended only the execution can cancel (see #disposed): the registry
+      // carries the execution's abort, the provider's signal its own.
+      if (!this.#disposed) {
+        this.#onProviderAbort = () => this.abort();
+        this.#provider.addEventListener("abort", this.#onProviderAbort, { once: true });
+      }
+      this.#registry.add(this);
+    }
+    listeners.push(listener);
+    return () => this.#unwatch(listener);
+  }
+
+  /**
+   * Runs every {@link onCancel} listener still waiting, once (the route's registry calls this when
+   * the execution's signal aborts; the provider's signal when it does).
+   */
+  abort(): void {
+    const listeners = this.#listeners;
+    if (listeners === undefined || listeners.length === 0) return;
+    this.#listeners = [];
+    for (const listener of listeners) listener();
+  }
+
+  #unwatch(listener: () => void): void {
+    const listeners = this.#listeners;
+    if (listeners === undefined) return;
+    const index = listeners.indexOf(listener);
+    if (index >= 0) listeners.splice(index, 1);
+    // A wait that outlived the delivery was the last to keep its registry entry.
+    if (this.#disposed && listeners.length === 0) this.#stopWatching();
   }
 
   /** Detaches from the provider's signal and the registry once the delivery is over. */
   dispose(): void {
     this.#disposed = true;
+    if (this.#listeners !== undefined) {
+      // The provider may hand its signal to another delivery now: nothing of this one stays on it.
+      // A wait still running (an adapter's background promise) keeps the registry entry until it
+      // ends, so the execution can still cancel it.
+      if (this.#onProviderAbort !== undefined)
+        this.#provider.removeEventListener("abort", this.#onProviderAbort);
+      this.#onProviderAbort = undefined;
+      if (this.#listeners.length === 0) this.#stopWatching();
+    }
     const controller = this.#controller;
     if (controller === undefined) return;
     if (this.#cancel !== undefined) this.#provider.removeEventListener("abort", this.#cancel);
     this.#registry.delete(controller);
+  }
+
+  #stopWatching(): void {
+    this.#listeners = undefined;
+    this.#registry.delete(this);
   }
 }

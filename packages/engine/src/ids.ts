@@ -45,7 +45,66 @@ export function canonicalJson(value: JsonValue): string {
   // Most values are built with their keys in order already: then the native serialiser gives the
   // same text, in one flat string, far faster than the concatenation below.
   if (isInCanonicalOrder(value, 0)) return JSON.stringify(value);
+  // Plain JSON whose only fault is key order (`{ item, index }`): the native serialiser again, on
+  // a copy with its keys in order.
+  const ordered = inKeyOrder(value, 0);
+  if (ordered !== NOT_PLAIN) return JSON.stringify(ordered);
   return spelledOut(value);
+}
+
+/** {@link inKeyOrder}'s answer for a value the native serialiser would not spell as before. */
+const NOT_PLAIN: unique symbol = Symbol("not plain JSON");
+
+/** Keys an object lists first, in ascending numeric order, whatever order they were added in. */
+const INDEX_KEY = /^(?:0|[1-9][0-9]*)$/;
+
+/**
+ * `value` with every object's keys in sorted order (objects already in order are kept as they
+ * are), or {@link NOT_PLAIN} when `JSON.stringify` of that would not be its historical text: a value
+ * {@link isInCanonicalOrder} refuses for another reason than key order, or an object to reorder
+ * that has an integer-like key (a JavaScript object always lists those first, in numeric order, so
+ * no object can hold them in string order).
+ */
+function inKeyOrder(value: unknown, depth: number): unknown {
+  if (value === null || typeof value !== "object")
+    return isInCanonicalOrder(value, depth) ? value : NOT_PLAIN;
+  if (depth > 64) return NOT_PLAIN;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const member = inKeyOrder(value[i], depth + 1);
+      if (member === NOT_PLAIN) return NOT_PLAIN;
+      if (member !== value[i]) {
+        copy ??= value.slice();
+        copy[i] = member;
+      }
+    }
+    return copy ?? value;
+  }
+  if (Object.getPrototypeOf(value) !== Object.prototype) return NOT_PLAIN;
+  const record = value as Record<string, unknown>;
+  const keys: string[] = [];
+  let sorted = true;
+  let changed = false;
+  const members: Record<string, unknown> = Object.create(null);
+  for (const key in record) {
+    if (!Object.hasOwn(record, key)) return NOT_PLAIN;
+    if (keys.length > 0 && (keys[keys.length - 1] as string) > key) sorted = false;
+    keys.push(key);
+    const member = inKeyOrder(record[key], depth + 1);
+    if (member === NOT_PLAIN) return NOT_PLAIN;
+    if (member !== record[key]) changed = true;
+    members[key] = member;
+  }
+  if (sorted && !changed) return value;
+  if (!sorted) {
+    for (const key of keys) if (INDEX_KEY.test(key)) return NOT_PLAIN;
+    keys.sort();
+  }
+  // No prototype: a "__proto__" key stays an ordinary member.
+  const copy: Record<string, unknown> = Object.create(null);
+  for (const key of keys) copy[key] = members[key];
+  return copy;
 }
 
 /**

@@ -49,8 +49,46 @@ describe("DeliverySignal", () => {
     execution.abort(new Error("cancelled too"));
     expect(calls).toBe(1);
     expect(String(signal.reason)).toContain("timed out");
-    // The listener left the provider's signal and the registry when it ran.
+    // The provider's signal let go of its listener when it fired; the registry entry goes at dispose.
     expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
+    signal.dispose();
+    expect(registry.size).toBe(0);
+  });
+
+  it("onCancel puts one listener on the provider's signal however many waits, all gone after dispose", () => {
+    const provider = new AbortController();
+    const registry = new Set<Abortable>();
+    const signal = new DeliverySignal(provider.signal, new AbortController().signal, registry);
+    let calls = 0;
+    const removes = Array.from({ length: 5 }, () => signal.onCancel(() => calls++));
+    expect(getEventListeners(provider.signal, "abort")).toHaveLength(1);
+    expect(registry.size).toBe(1);
+    for (const remove of removes.slice(0, 3)) remove();
+    provider.abort(new Error("timed out"));
+    // Only the two waits still registered ran, once each.
+    expect(calls).toBe(2);
+    signal.dispose();
+    expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
+    expect(registry.size).toBe(0);
+  });
+
+  it("a wait that outlives dispose keeps only the execution's cancellation, until it is removed", () => {
+    const provider = new AbortController();
+    const execution = new AbortController();
+    const registry = new Set<Abortable>();
+    const signal = new DeliverySignal(provider.signal, execution.signal, registry);
+    let calls = 0;
+    const remove = signal.onCancel(() => calls++);
+    signal.dispose();
+    // The provider may hand its signal to another delivery now: nothing of this one is left on it.
+    expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
+    provider.abort(new Error("reused elsewhere"));
+    expect(calls).toBe(0);
+    expect(registry.size).toBe(1);
+    execution.abort(new Error("execution cancelled"));
+    for (const entry of [...registry]) entry.abort(execution.signal.reason);
+    expect(calls).toBe(1);
+    remove();
     expect(registry.size).toBe(0);
   });
 
@@ -62,8 +100,6 @@ describe("DeliverySignal", () => {
     let removedCalls = 0;
     const remove = signal.onCancel(() => removedCalls++);
     remove();
-    expect(registry.size).toBe(0);
-    expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
     let calls = 0;
     signal.onCancel(() => calls++);
     // What the route does when the execution's signal aborts.
@@ -73,6 +109,8 @@ describe("DeliverySignal", () => {
     expect(removedCalls).toBe(0);
     expect(String(signal.reason)).toContain("execution cancelled");
     signal.dispose();
+    expect(registry.size).toBe(0);
+    expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
     provider.abort(new Error("later"));
     expect(calls).toBe(1);
   });
@@ -94,6 +132,7 @@ describe("DeliverySignal", () => {
     // The aborted waiter gave up its place: the next one gets the permit.
     slots.release();
     await after;
+    signal.dispose();
     expect(registry.size).toBe(0);
     expect(getEventListeners(provider.signal, "abort")).toHaveLength(0);
   });

@@ -46,6 +46,27 @@ describe("canonical JSON", () => {
     }
   });
 
+  it("reorders plain JSON whose keys are out of order, with the same text as before", () => {
+    const values: unknown[] = [
+      { item: 1, index: 0 },
+      { item: { z: [1, { b: 2, a: 1 }], y: null }, index: 3, seen: true },
+      [{ b: 1, a: 2 }, { a: 1 }, [{ d: 4, c: 3 }]],
+      // Out of order beside an integer-like key: no object can hold "10" before "2".
+      { b: 1, "2": "x", "10": "y", a: 0 },
+      JSON.parse('{"z": 1, "__proto__": {"b": 1, "a": 2}, "a": 0}'),
+      { z: { "01": 1, "1": 2, a: 3 }, a: [] },
+      { b: { toJSON: () => "no" }, a: 1 },
+      { b: [Number.POSITIVE_INFINITY], a: 1 },
+    ];
+    for (const value of values) expect(canonicalJson(value as JsonValue)).toBe(reference(value));
+    const shared = { b: 1, a: 2 };
+    const input = { y: shared, x: [shared] };
+    canonicalJson(input as JsonValue);
+    // The caller's value is read, never reordered in place.
+    expect(Object.keys(shared)).toEqual(["b", "a"]);
+    expect(Object.keys(input)).toEqual(["y", "x"]);
+  });
+
   it("keeps the spelled-out text for values that are not plain JSON", () => {
     // Not JSON, but adapters may return them: their hashes must not change either.
     const odd: unknown[] = [{ a: undefined }, [undefined], { d: new Date(0) }, { n: Number.NaN }];

@@ -4,6 +4,7 @@ import {
   insertRowsStatement,
   type PendingRow,
   type PendingUpdate,
+  plainInsertRowsStatement,
   updateRowsStatement,
 } from "./lineage-sql.js";
 import type { LineageSqlRunner } from "./sql-runner.js";
@@ -116,12 +117,12 @@ export class BatchCommitter {
     const runner = this.#runner;
     const data = runner.copy === undefined ? undefined : encodeOrUndefined(rows);
     if (runner.copy !== undefined && data !== undefined) {
-      try {
-        await runner.copy(COPY_ROWS_TARGET, data);
-        return;
-      } catch (error) {
-        if ((error as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw error;
-      }
+      if (await insertedUnlessStored(runner.copy(COPY_ROWS_TARGET, data))) return;
+    } else if (runner.copy === undefined) {
+      // A runner without COPY (the pending lane's small commits): the plain INSERT first, which
+      // costs the database less per row than the upsert; a stored id sends the upsert after it.
+      const plain = plainInsertRowsStatement(rows);
+      if (await insertedUnlessStored(runner.execute(plain.text, plain.params))) return;
     }
     const s = insertRowsStatement(rows);
     await runner.execute(s.text, s.params);
@@ -154,6 +155,17 @@ export class BatchCommitter {
 }
 
 const UNIQUE_VIOLATION = "23505";
+
+/** True once `insert` committed; false when it failed because an id was already stored (then upsert). */
+async function insertedUnlessStored(insert: Promise<void>): Promise<boolean> {
+  try {
+    await insert;
+    return true;
+  } catch (error) {
+    if ((error as { code?: unknown } | null)?.code !== UNIQUE_VIOLATION) throw error;
+    return false;
+  }
+}
 
 /** The batch as a binary COPY stream, or undefined when a value does not fit its column's binary form. */
 function encodeOrUndefined(rows: readonly PendingRow[]): Uint8Array | undefined {

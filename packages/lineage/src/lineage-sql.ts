@@ -113,9 +113,11 @@ function selectOf(columns: readonly (readonly [string, string])[], alias: string
 // The batch travels as one array parameter per column, expanded server-side by unnest: a fixed
 // number of parameters whatever the batch size, and about a fifth of the server's parse cost of a
 // JSON record set (json_to_recordset took ~19 µs per row on PostgreSQL 15 here, unnest ~4 µs).
-const INSERT_SQL = `insert into lineage (${INSERT_COLUMNS.map(([name]) => name).join(", ")})
+const PLAIN_INSERT_SQL = `insert into lineage (${INSERT_COLUMNS.map(([name]) => name).join(", ")})
 select ${selectOf(INSERT_COLUMNS, "r")}
-from ${unnestOf(INSERT_COLUMNS, "r")}
+from ${unnestOf(INSERT_COLUMNS, "r")}`;
+
+const INSERT_SQL = `${PLAIN_INSERT_SQL}
 on conflict (id) do update set kind = excluded.kind, route = excluded.route, adapter = excluded.adapter,
   adapter_index = excluded.adapter_index, message_id = excluded.message_id,
   correlation_id = excluded.correlation_id, parent_id = excluded.parent_id, attempt = excluded.attempt,
@@ -172,6 +174,16 @@ function quoteElement(text: string): string {
 /** One multi-row upsert of `rows`. */
 export function insertRowsStatement(rows: readonly PendingRow[]): Statement {
   return { text: INSERT_SQL, params: columnArrays(rows, INSERT_COLUMNS) };
+}
+
+/**
+ * The same rows as a plain INSERT, without the upsert's conflict check: PostgreSQL then skips the
+ * speculative insertion (a primary-key probe before each row and a second pass over the arbiter
+ * index). It fails as a whole with unique_violation when one of the ids is already stored; the
+ * caller then sends the upsert, as it does after a COPY. Same parameters as {@link insertRowsStatement}.
+ */
+export function plainInsertRowsStatement(rows: readonly PendingRow[]): Statement {
+  return { text: PLAIN_INSERT_SQL, params: columnArrays(rows, INSERT_COLUMNS) };
 }
 
 /** One batched update; each id appears at most once (the writer merges before). */

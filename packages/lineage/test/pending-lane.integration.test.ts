@@ -24,7 +24,7 @@ describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
     const runner = createPostgresSqlRunner(db.url, { applicationName: app });
     expect(runner.pendingLane?.()).toBe(runner.pendingLane?.());
     expect(runner.pendingLane?.()).not.toBe(runner);
-    // Bulk batches go out as a COPY; the lane's small commits as the one-round-trip upsert.
+    // Bulk batches go out as a COPY; the lane's small commits as a one-round-trip INSERT.
     expect(runner.copy).toBeDefined();
     expect(runner.pendingLane?.()?.copy).toBeUndefined();
     const writer = new LineageWriter(runner, silentLogger);
@@ -64,6 +64,29 @@ describe.skipIf(skip)("lineage writer pending lane on PostgreSQL", () => {
       writer.record({ ...r, status: "failed", attempt: 2 });
       await writer.flush();
       expect(await statusOf(r.id)).toEqual({ status: "failed", attempt: 2 });
+    } finally {
+      await writer.close();
+      await runner.close();
+    }
+  });
+
+  it("registers a row already stored (a redelivery) beside new ones: the plain insert falls back to the upsert", async () => {
+    const runner = createPostgresSqlRunner(db.url);
+    const writer = new LineageWriter(runner, silentLogger);
+    const exec = uuidv7();
+    try {
+      const again = row(exec, { kind: "message" });
+      await writer.registerPending([again]);
+      writer.update(again.id, { status: "completed" });
+      await writer.flush();
+      // One lane batch: a new row and the stored one. Its plain INSERT meets the stored id.
+      const fresh = row(exec, { kind: "message" });
+      await Promise.all([writer.registerPending([fresh]), writer.registerPending([again])]);
+      expect(await statusOf(fresh.id)).toEqual({ status: "pending", attempt: 1 });
+      // The upsert's guard: a duplicate `pending` never takes back a completion.
+      expect(await statusOf(again.id)).toEqual({ status: "completed", attempt: 1 });
+      expect(writer.counters()).toMatchObject({ lost: 0, queued: 0 });
+      expect(await countOf("select count(*)::int as n from lineage where execution_id = $1", exec)).toBe(2);
     } finally {
       await writer.close();
       await runner.close();
