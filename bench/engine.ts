@@ -29,6 +29,7 @@ import { createEngine, type ExecutionEvent, loadPipelineConfig } from "@factflow
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
 import { openLineageDatabase } from "@factflow/lineage";
 import { type ArtefactSidecar, MessageStatus, type StorageProtocol } from "@factflow/protocols";
+import { processCpuSampler } from "./_process-cpu.js";
 import { createScratchDatabase } from "./_scratch-database.js";
 
 const WORK_CONCURRENCY = 8;
@@ -139,6 +140,7 @@ routes:
     );
     const start = performance.now();
     const cpu = process.cpuUsage();
+    const databaseCpu = sampleCpu?.();
     const record = await engine.service.create({
       config,
       input: { items: Array.from({ length: n }, (_, i) => i) },
@@ -147,6 +149,12 @@ routes:
     for await (const event of engine.service.events(record.id)) last = event;
     const ms = performance.now() - start;
     const cpuMs = cpuMsSince(cpu);
+    const databaseCpuAfter = sampleCpu?.();
+    // PostgreSQL's processes (the writer's backends), when this run's lineage is there.
+    const postgresCpuMs =
+      typeof target === "object" && databaseCpu !== undefined && databaseCpuAfter !== undefined
+        ? Math.round(databaseCpuAfter.postgres - databaseCpu.postgres)
+        : undefined;
     if (last?.type !== "completed")
       throw new Error(`[factflow/bench] engine run ended ${last?.type}: ${JSON.stringify(last?.data)}`);
     const messages = await db.lineage.rows(record.id, { kind: "message", limit: 1 });
@@ -155,6 +163,7 @@ routes:
       msgsPerSec: Math.round(n / (ms / 1000)),
       ms: Math.round(ms),
       cpuMs,
+      postgresCpuMs,
       completionDelayMs: last.data.completionDelayMs as number,
       gateDelayMs: last.data.gateDelayMs as number,
       lineageRows: messages.total + adapterRows.total,
@@ -168,6 +177,9 @@ routes:
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** Samples PostgreSQL's CPU (the engine bench has no broker process); undefined without `/proc`. */
+const sampleCpu = processCpuSampler(() => false);
 
 function cpuMsSince(start: NodeJS.CpuUsage): number {
   const used = process.cpuUsage(start);
@@ -248,6 +260,7 @@ export async function run(args: string[]): Promise<void> {
       engineCpuMs: pg.cpuMs,
       ratio: Math.round((pg.msgsPerSec / base.msgsPerSec) * 1000) / 1000,
       aim: 0.25,
+      ...postgresBound(pg, n, base.msgsPerSec),
       completionDelayMs: pg.completionDelayMs,
       gateDelayMs: pg.gateDelayMs,
       completionDelayMsAllRounds: postgresRuns.map((e) => e.completionDelayMs),
@@ -275,4 +288,19 @@ export async function run(args: string[]): Promise<void> {
       loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
     }),
   );
+}
+
+/**
+ * What PostgreSQL's own CPU allows: the run's N over the CPU time PostgreSQL spent on its lineage,
+ * the rate it could reach with a whole core to itself and nothing else to wait for, and that rate
+ * against the bare provider's.
+ */
+function postgresBound(run: { postgresCpuMs?: number | undefined }, n: number, baselineMsgsPerSec: number) {
+  if (run.postgresCpuMs === undefined || run.postgresCpuMs <= 0) return {};
+  const msgsPerSec = Math.round(n / (run.postgresCpuMs / 1000));
+  return {
+    postgresCpuMs: run.postgresCpuMs,
+    postgresBoundMsgsPerSec: msgsPerSec,
+    postgresBoundRatio: Math.round((msgsPerSec / baselineMsgsPerSec) * 1000) / 1000,
+  };
 }

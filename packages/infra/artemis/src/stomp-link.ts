@@ -6,7 +6,7 @@ import {
   ReconnectionTimeMode,
   type StompSubscription,
 } from "@stomp/stompjs";
-import { TCPWrapper } from "@stomp/tcp-wrapper";
+import { BatchedTcpWrapper } from "./batched-tcp-wrapper.js";
 import { classifyArtemisError } from "./classify-error.js";
 import type { ArtemisConfig, ArtemisEndpoint } from "./config.js";
 
@@ -54,7 +54,7 @@ export class StompLink {
     if (endpoint.login !== undefined) connectHeaders.login = endpoint.login;
     if (endpoint.passcode !== undefined) connectHeaders.passcode = endpoint.passcode;
     this.client = new Client({
-      webSocketFactory: () => new TCPWrapper(endpoint.host, endpoint.port),
+      webSocketFactory: () => new BatchedTcpWrapper(endpoint.host, endpoint.port),
       connectHeaders,
       heartbeatIncoming: config.heartbeatMs,
       heartbeatOutgoing: config.heartbeatMs,
