@@ -18,7 +18,11 @@ async function listen(): Promise<{ server: Server; port: number; received: () =>
   await once(server, "listening");
   const address = server.address();
   if (address === null || typeof address === "string") throw new Error("no port");
-  return { server, port: address.port, received: async () => (await ended, text) };
+  const received = async () => {
+    await ended;
+    return text;
+  };
+  return { server, port: address.port, received };
 }
 
 async function opened(wrapper: BatchedTcpWrapper): Promise<void> {
