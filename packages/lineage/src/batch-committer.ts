@@ -1,6 +1,7 @@
 import { backoffDelayMs, type LineageCounters, type Logger } from "@factflow/protocols";
 import { COPY_ROWS_TARGET, copyRowsBinary } from "./copy-binary.js";
 import {
+  asUpsert,
   insertRowsStatement,
   type PendingRow,
   type PendingUpdate,
@@ -120,9 +121,13 @@ export class BatchCommitter {
       if (await insertedUnlessStored(runner.copy(COPY_ROWS_TARGET, data))) return;
     } else if (runner.copy === undefined) {
       // A runner without COPY (the pending lane's small commits): the plain INSERT first, which
-      // costs the database less per row than the upsert; a stored id sends the upsert after it.
+      // costs the database less per row than the upsert; a stored id sends the upsert after it,
+      // with the same parameters.
       const plain = plainInsertRowsStatement(rows);
       if (await insertedUnlessStored(runner.execute(plain.text, plain.params))) return;
+      const upsert = asUpsert(plain);
+      await runner.execute(upsert.text, upsert.params);
+      return;
     }
     const s = insertRowsStatement(rows);
     await runner.execute(s.text, s.params);

@@ -176,6 +176,11 @@ export function insertRowsStatement(rows: readonly PendingRow[]): Statement {
   return { text: INSERT_SQL, params: columnArrays(rows, INSERT_COLUMNS) };
 }
 
+/** The upsert of the rows a {@link plainInsertRowsStatement} carries, with the same parameters. */
+export function asUpsert(plain: Statement): Statement {
+  return { text: INSERT_SQL, params: plain.params };
+}
+
 /**
  * The same rows as a plain INSERT, without the upsert's conflict check: PostgreSQL then skips the
  * speculative insertion (a primary-key probe before each row and a second pass over the arbiter

@@ -36,3 +36,5 @@ export {
   SubscribeFieldsSchema,
   SubscribeOptionsSchema,
 } from "./subscribe-options.js";
+export type { Corkable } from "./turn-cork.js";
+export { TurnCork } from "./turn-cork.js";

@@ -50,7 +50,7 @@ describe("BatchedTcpWrapper", () => {
     // Corked for the rest of the turn: nothing has gone to the kernel yet.
     expect(socket.writableCorked).toBe(1);
     expect(socket.writableLength).toBeGreaterThan(0);
-    await new Promise<void>((resolve) => process.nextTick(resolve));
+    await new Promise<void>((resolve) => setImmediate(resolve));
     expect(socket.writableCorked).toBe(0);
     // The next turn corks again.
     wrapper.send("SEND\n\nthree\u0000");

@@ -1,4 +1,5 @@
 import { ProviderError } from "@factflow/protocols";
+import { type Corkable, TurnCork } from "@factflow/provider-kit";
 import WebSocket from "ws";
 import type {
   CloseCause,
@@ -96,25 +97,21 @@ class Socket {
     return true;
   }
 
-  private corked = false;
+  private cork: TurnCork | undefined;
 
   /**
-   * Makes one socket write out of the frames sent during one event-loop turn (handlers settling and
-   * publishing 50 deliveries would otherwise make 50 system calls): the TCP socket under the
-   * WebSocket is corked at the first frame and uncorked by `setImmediate`, so the same bytes go out
-   * in the same order, at the end of the turn. Uses `ws`'s underlying socket; without one, frames
-   * are written one by one as usual.
+   * One socket write for the frames sent during one event-loop turn (handlers settling and
+   * publishing 50 deliveries would otherwise make 50 system calls): the kit's {@link TurnCork} on
+   * the TCP socket under the WebSocket. Uses `ws`'s underlying socket; without one, frames are
+   * written one by one as usual.
    */
   private corkUntilNextTurn(): void {
-    if (this.corked) return;
-    const raw = (this.ws as unknown as { _socket?: { cork?: () => void; uncork?: () => void } })._socket;
-    if (typeof raw?.cork !== "function" || typeof raw.uncork !== "function") return;
-    this.corked = true;
-    raw.cork();
-    setImmediate(() => {
-      this.corked = false;
-      raw.uncork?.();
-    });
+    if (this.cork === undefined) {
+      const raw = (this.ws as unknown as { _socket?: Partial<Corkable> })._socket;
+      if (typeof raw?.cork !== "function" || typeof raw.uncork !== "function") return;
+      this.cork = new TurnCork(raw as Corkable);
+    }
+    this.cork.beforeWrite();
   }
 
   onClose(listener: (cause: CloseCause) => void): void {
