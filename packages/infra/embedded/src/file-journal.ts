@@ -1,10 +1,9 @@
-import type { FileHandle } from "node:fs/promises";
-import { open, rename } from "node:fs/promises";
-import { dirname } from "node:path";
-import type { Logger, ProviderError } from "@factflow/protocols";
+import { type Logger, ProviderError } from "@factflow/protocols";
 import { classifyError } from "./classify-error.js";
 import type { EmbeddedConfig } from "./config.js";
+import { PROVIDER_NAME } from "./errors.js";
 import type { Journal } from "./journal.js";
+import { type JournalTimers, type LogFile, nodeTimers } from "./log-file.js";
 import type { StoredMessage } from "./message.js";
 import type { QueueDefinition } from "./queue-options.js";
 import { encodeMessage, encodeRecord, frame, LOG_MAGIC } from "./record-codec.js";
@@ -27,50 +26,39 @@ export interface JournalStats {
 /** The live state to write when compacting, as record payloads. */
 export type SnapshotSource = () => { records: Iterable<string>; liveBytes: number; liveCount: number };
 
-async function writeAll(handle: FileHandle, data: Buffer): Promise<void> {
-  let offset = 0;
-  while (offset < data.length) {
-    const { bytesWritten } = await handle.write(data, offset, data.length - offset, null);
-    offset += bytesWritten;
-  }
-}
-
-async function syncDirectory(path: string): Promise<void> {
-  const dir = await open(path, "r");
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
-}
+/** Logs smaller than this are never compacted early: replaying them costs next to nothing. */
+const MIN_COMPACT_BYTES = 1024 * 1024;
 
 /**
  * The file mode's journal: records are gathered for `groupCommitMs` (or until `groupCommitMaxBytes`),
  * written with one `write` and made durable with one `fdatasync`, and only then are the waiting
  * publishes resolved. While one batch is being synced the next one gathers, so the disk is never idle
  * under load and no single publish pays for more than about two syncs.
+ *
+ * The one invariant that keeps it live: whenever a record is pending, either a flush is running and
+ * will look at the pending list again before it ends, or a wake-up is armed. A record pushed by a
+ * waiter's continuation, after the flush loop has looked for the last time but before it has ended,
+ * is picked up by the check in {@link FileJournal.#startFlush}'s `finally`.
  */
-/** Logs smaller than this are never compacted early: replaying them costs next to nothing. */
-const MIN_COMPACT_BYTES = 1024 * 1024;
-
 export class FileJournal implements Journal {
   readonly durable = true;
   readonly stats: JournalStats;
   #pending: Buffer[] = [];
   #pendingBytes = 0;
   #waiters: Waiter[] = [];
-  #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  #cancelWakeUp: (() => void) | undefined;
   #flushing: Promise<void> | undefined;
   #failed: ProviderError | undefined;
   #closed = false;
 
   constructor(
     private readonly path: string,
-    private handle: FileHandle,
+    private readonly file: LogFile,
     logBytes: number,
     private readonly config: EmbeddedConfig,
     private readonly snapshot: SnapshotSource,
     private readonly logger: Logger,
+    private readonly timers: JournalTimers = nodeTimers,
   ) {
     this.stats = { commits: 0, records: 0, compactions: 0, logBytes };
   }
@@ -125,7 +113,8 @@ export class FileJournal implements Journal {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#clearTimer();
+    this.#cancelWakeUp?.();
+    this.#cancelWakeUp = undefined;
     while (this.#pending.length > 0 || this.#flushing !== undefined) {
       if (this.#failed !== undefined) break;
       await (this.#flushing ?? this.#startFlush());
@@ -139,45 +128,56 @@ export class FileJournal implements Journal {
         }),
       );
     }
-    await this.handle.close().catch(() => undefined);
+    await this.file.close().catch(() => undefined);
   }
 
   #push(json: string): void {
+    // After close nothing more reaches the file: a publish is refused by `#waitForCommit`, and a
+    // settlement record that misses the log means a redelivery after restart, never a loss.
     if (this.#failed !== undefined || this.#closed) return;
     const buffer = frame(json);
     this.#pending.push(buffer);
     this.#pendingBytes += buffer.length;
     this.stats.records++;
-    if (this.#flushing !== undefined) return;
+    this.#wake();
+  }
+
+  /** Makes sure the pending records will be written: a running flush takes them, or a wake-up is armed. */
+  #wake(): void {
+    if (this.#flushing !== undefined || this.#pending.length === 0) return;
     if (this.#pendingBytes >= this.config.groupCommitMaxBytes) {
-      this.#clearTimer();
+      this.#cancelWakeUp?.();
+      this.#cancelWakeUp = undefined;
       void this.#startFlush();
-    } else if (this.#timer === undefined) {
-      const fire = (): void => {
-        this.#timer = undefined;
+    } else if (this.#cancelWakeUp === undefined) {
+      this.#cancelWakeUp = this.timers.schedule(() => {
+        this.#cancelWakeUp = undefined;
         void this.#startFlush();
-      };
-      this.#timer =
-        this.config.groupCommitMs === 0 ? setImmediate(fire) : setTimeout(fire, this.config.groupCommitMs);
+      }, this.config.groupCommitMs);
     }
   }
 
   #waitForCommit(): Promise<void> {
     if (this.#failed !== undefined) return Promise.reject(this.#failed);
-    if (this.#closed && this.#pending.length === 0) return Promise.resolve();
+    if (this.#closed) {
+      return Promise.reject(
+        new ProviderError(
+          PROVIDER_NAME,
+          "closed",
+          `the queue log ${this.path} is closed; nothing more is written`,
+        ),
+      );
+    }
     return new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
-  }
-
-  #clearTimer(): void {
-    if (this.#timer === undefined) return;
-    clearTimeout(this.#timer as NodeJS.Timeout);
-    clearImmediate(this.#timer as NodeJS.Immediate);
-    this.#timer = undefined;
   }
 
   #startFlush(): Promise<void> {
     this.#flushing ??= this.#flushLoop().finally(() => {
       this.#flushing = undefined;
+      // The loop ends once it finds nothing pending, but resolving its waiters lets their
+      // continuations run before this point, and they may have pushed again while the loop still
+      // counted as running. Without this wake-up such a record waits for an unrelated write.
+      if (!this.#closed) this.#wake();
     });
     return this.#flushing;
   }
@@ -191,11 +191,8 @@ export class FileJournal implements Journal {
       this.#waiters = [];
       this.#pendingBytes = 0;
       try {
-        await writeAll(
-          this.handle,
-          buffers.length === 1 ? (buffers[0] as Buffer) : Buffer.concat(buffers, size),
-        );
-        if (this.config.fsync) await this.handle.datasync();
+        await this.file.append(buffers.length === 1 ? (buffers[0] as Buffer) : Buffer.concat(buffers, size));
+        if (this.config.fsync) await this.file.sync();
         this.stats.commits++;
         this.stats.logBytes += size;
         for (const waiter of waiters) waiter.resolve();
@@ -250,7 +247,7 @@ export class FileJournal implements Journal {
    * them run, so the snapshot cannot miss a message whose publish has already resolved.
    */
   async #compact(): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await new Promise<void>((resolve) => this.timers.schedule(resolve, 0));
     const parts: Buffer[] = [LOG_MAGIC];
     let size = LOG_MAGIC.length;
     for (const json of this.snapshot().records) {
@@ -258,30 +255,7 @@ export class FileJournal implements Journal {
       parts.push(buffer);
       size += buffer.length;
     }
-    const temp = `${this.path}.compact`;
-    const out = await open(temp, "w");
-    try {
-      let chunk: Buffer[] = [];
-      let chunkBytes = 0;
-      for (const part of parts) {
-        chunk.push(part);
-        chunkBytes += part.length;
-        if (chunkBytes >= 4 * 1024 * 1024) {
-          await writeAll(out, Buffer.concat(chunk, chunkBytes));
-          chunk = [];
-          chunkBytes = 0;
-        }
-      }
-      if (chunkBytes > 0) await writeAll(out, Buffer.concat(chunk, chunkBytes));
-      await out.datasync();
-    } finally {
-      await out.close();
-    }
-    await rename(temp, this.path);
-    await syncDirectory(dirname(this.path));
-    const previous = this.handle;
-    this.handle = await open(this.path, "a");
-    await previous.close();
+    await this.file.replace(parts, size);
     const before = this.stats.logBytes;
     this.stats.logBytes = size;
     this.stats.compactions++;

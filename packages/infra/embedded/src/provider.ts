@@ -25,6 +25,7 @@ import { type EmbeddedConfig, type EmbeddedConfigInput, parseEmbeddedConfig } fr
 import { invalidInput, PROVIDER_NAME } from "./errors.js";
 import { FileJournal } from "./file-journal.js";
 import { memoryJournal } from "./journal.js";
+import { nodeLogFile } from "./log-file.js";
 import {
   acquireLock,
   type CorruptTail,
@@ -177,7 +178,7 @@ export function createEmbeddedProvider(
         recovered = log.state;
         journal = new FileJournal(
           log.path,
-          log.handle,
+          nodeLogFile(log.path, log.handle),
           log.state.logBytes,
           config,
           () => ({ records: snapshotRecords(b), liveBytes: b.liveBytes, liveCount: b.liveCount }),
