@@ -308,6 +308,9 @@ export class Broker {
       done: false,
     };
     consumer.active.add(active);
+    // A running handler has a deadline this sweep enforces: while one runs, the sweep keeps the
+    // process alive, or a handler waiting only for its timeout would end a process mid-delivery.
+    if (consumer.active.size === 1) consumer.sweep?.ref();
     const delivery: Delivery = {
       message: toEnvelope(message),
       destination: consumer.destination,
@@ -335,6 +338,7 @@ export class Broker {
   #release(active: ActiveDelivery): void {
     active.done = true;
     active.consumer.active.delete(active);
+    if (active.consumer.active.size === 0) active.consumer.sweep?.unref();
     active.consumer.queue.inFlight--;
   }
 
