@@ -17,6 +17,8 @@ export const batchAdapter = defineAdapter({
     /** @default 5000 */
     timeout_ms: v.optional(v.pipe(v.number(), v.integer(), v.minValue(10)), 5000),
   }),
+  // A message waits in the batch until the batch fills, its timer fires or the route drains.
+  holdsMessagesMs: (config) => config.timeout_ms,
   build: (config): StatefulAdapter => {
     // Keyed by message id: a held message that is redelivered (its handler was cancelled) replaces
     // its earlier copy instead of joining the batch twice.

@@ -19,6 +19,8 @@ export function defineAdapter<TSchema extends AnySchema>(spec: {
   description: string;
   schema: TSchema;
   mayEndChain?: boolean;
+  /** See `AdapterDefinition.holdsMessagesMs`; called with the parsed config. */
+  holdsMessagesMs?(config: v.InferOutput<TSchema>): number;
   build(config: v.InferOutput<TSchema>, context: AdapterFactoryContext): Adapter;
 }): AdapterDefinition {
   const issuesOf = (config: JsonObject): string[] => {
@@ -33,6 +35,14 @@ export function defineAdapter<TSchema extends AnySchema>(spec: {
     type: spec.type,
     description: spec.description,
     ...(spec.mayEndChain === undefined ? {} : { mayEndChain: spec.mayEndChain }),
+    ...(spec.holdsMessagesMs === undefined
+      ? {}
+      : {
+          holdsMessagesMs: (config: JsonObject) => {
+            const result = v.safeParse(spec.schema, config);
+            return result.success ? (spec.holdsMessagesMs?.(result.output) ?? 0) : 0;
+          },
+        }),
     validateConfig: issuesOf,
     create(config, context) {
       const result = v.safeParse(spec.schema, config);

@@ -47,6 +47,7 @@ export function checkPipelineSemantics(config: PipelineConfig, registry?: Adapte
       for (const problem of definition.validateConfig?.(adapter.config as JsonObject) ?? []) {
         issues.push({ path: ["routes", name, "adapters", index, "config"], message: problem });
       }
+      issues.push(...checkHolding(config, name, index, definition.holdsMessagesMs?.(adapter.config as JsonObject)));
       const step = adapter.condition;
       if (step !== undefined && "adapter" in step && registry.get(step.adapter) === undefined) {
         issues.push({
@@ -76,6 +77,33 @@ export function checkPipelineSemantics(config: PipelineConfig, registry?: Adapte
   }
 
   issues.push(...findEndlessCycles(config, readerOf, registry));
+  return issues;
+}
+
+/**
+ * A fan-in adapter keeps each message unsettled while it holds it. On an ordered route the held
+ * message stops the messages behind it from being delivered, so the batch never fills and waits for
+ * its timer every time; and the route's handler timeout keeps running while a message is held, so a
+ * timeout no longer than the hold aborts held messages and dead-letters them as incomplete.
+ */
+function checkHolding(config: PipelineConfig, route: string, index: number, holdMs: number | undefined): RawIssue[] {
+  if (holdMs === undefined) return [];
+  const { inbound, adapters } = config.routes[route] as PipelineConfig["routes"][string];
+  const type = adapters[index]?.type ?? "";
+  const issues: RawIssue[] = [];
+  if (inbound.ordering === "fifo" || inbound.group_by !== undefined) {
+    issues.push({
+      path: ["routes", route, "adapters", index, "type"],
+      message: `adapter "${type}" holds messages until it emits, which blocks a route with ${inbound.ordering === "fifo" ? "ordering: fifo" : "group_by"}: the messages behind a held one are never delivered. Remove the ordering from route "${route}", or move "${type}" to a route without one`,
+    });
+  }
+  const timeoutMs = inbound.timeout_ms ?? config.settings.handler_timeout_ms;
+  if (timeoutMs <= holdMs) {
+    issues.push({
+      path: ["routes", route, "adapters", index, "config"],
+      message: `adapter "${type}" may hold a message for ${holdMs} ms, but route "${route}" aborts a handler after ${timeoutMs} ms (timeout_ms), and a held message counts as running: raise the route's timeout_ms above ${holdMs} or shorten the adapter's timeout_ms`,
+    });
+  }
   return issues;
 }
 

@@ -117,6 +117,13 @@ export interface AdapterDefinition {
    * route cycle passing through such an adapter can terminate, so config validation accepts it.
    */
   readonly mayEndChain?: boolean;
+  /**
+   * For a fan-in adapter that keeps messages unsettled until it emits them (a batch): the longest it
+   * holds one, in ms, from its (valid) config. Config validation uses it: a held message would block
+   * an ordered route (`ordering: fifo` or `group_by`), and must not outlive the route's handler
+   * timeout, which runs while the message is held.
+   */
+  holdsMessagesMs?(config: JsonObject): number;
   /** Validates the adapter's `config` block; throw a `ConfigError` (or return issues) when invalid. */
   validateConfig?(config: JsonObject): readonly string[];
   create(config: JsonObject, context: AdapterFactoryContext): Adapter | Promise<Adapter>;

@@ -1,0 +1,130 @@
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { differences } from "./harness/check.js";
+import { shapeArbitrary } from "./harness/generator.js";
+import { expectedOutcome } from "./harness/oracle.js";
+import { MODEL_TARGETS, type ModelTarget, unreachable } from "./harness/providers.js";
+import { type ModelRun, openModelRun } from "./harness/runner.js";
+import { modelSettings } from "./harness/settings.js";
+import type { Shape } from "./harness/shape.js";
+import { toPipelineConfig } from "./harness/to-config.js";
+
+const settings = modelSettings();
+const required = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
+const here = fileURLToPath(new URL(".", import.meta.url));
+const regressionsDir = join(here, "..", "fixtures", "regressions");
+const failuresDir = join(here, "..", ".failures");
+
+interface Regression {
+  readonly name: string;
+  readonly why: string;
+  readonly shape: Shape;
+}
+
+const regressions: Regression[] = readdirSync(regressionsDir)
+  .filter((f) => f.endsWith(".json"))
+  .sort()
+  .map((f) => JSON.parse(readFileSync(join(regressionsDir, f), "utf8")) as Regression);
+
+/** Whether `target` can run `shape` (a regression found on one broker may use what another lacks). */
+function fits(target: ModelTarget, shape: Shape): boolean {
+  return shape.routes.every(
+    (r) =>
+      (r.priorityLevels === undefined || target.limits.priorities) &&
+      (r.ordering === undefined || target.limits.fifo) &&
+      (r.groupByBucket !== true || target.limits.orderedGroups),
+  );
+}
+
+/** Runs one case: the shape, its oracle, then a healed replay of the first route with dead letters. */
+async function runCase(model: ModelRun, shape: Shape): Promise<string[]> {
+  const expected = expectedOutcome(shape);
+  const observed = await model.run(shape);
+  const problems = differences(shape, expected, observed);
+  if (problems.length > 0) return problems;
+  const deadRoute = shape.routes.find((r) => (expected.routes[r.name]?.deadKeys.length ?? 0) > 0);
+  if (deadRoute === undefined) return [];
+  const inputs = expected.routes[deadRoute.name]?.deadKeys ?? [];
+  const replayed = await model.replayDead(shape, observed, deadRoute.name);
+  const healedExpected = expectedOutcome(shape, { start: deadRoute.name, inputs, healed: true });
+  return differences(shape, healedExpected, replayed).map((p) => `replay of ${deadRoute.name}'s dead letters: ${p}`);
+}
+
+const targets = MODEL_TARGETS.filter((t) => settings.providers === undefined || settings.providers.includes(t.name));
+
+for (const target of targets) {
+  describe(`model: ${target.name}`, () => {
+    let model: ModelRun | undefined;
+    let cleanup = () => {};
+    let skipped: string | undefined;
+
+    beforeAll(async () => {
+      skipped = await unreachable(target);
+      if (skipped !== undefined) {
+        if (required) throw new Error(`[model] ${target.name}: ${skipped}`);
+        console.warn(`[model] ${target.name} skipped: ${skipped}`);
+        return;
+      }
+      const made = target.create();
+      cleanup = made.cleanup;
+      model = await openModelRun(made.queue);
+    });
+    afterAll(async () => {
+      await model?.close();
+      cleanup();
+    });
+
+    it("regression shapes", async (ctx) => {
+      if (model === undefined) return ctx.skip(skipped);
+      for (const regression of regressions) {
+        if (!fits(target, regression.shape)) continue;
+        const problems = await runCase(model, regression.shape);
+        expect(problems, `${regression.name}: ${regression.why}`).toEqual([]);
+      }
+    });
+
+    it("generated shapes match the oracle", async (ctx) => {
+      if (model === undefined) return ctx.skip(skipped);
+      const current = model;
+      const runs = settings.runs ?? target.runs;
+      const started = Date.now();
+      const details = await fc.check(
+        fc.asyncProperty(shapeArbitrary({ ...target.limits, maxArrivals: target.maxArrivals }), async (shape) => {
+          const problems = await runCase(current, shape);
+          if (problems.length > 0) throw new Error(problems.join("\n"));
+        }),
+        {
+          numRuns: runs,
+          ...(settings.seed === undefined ? {} : { seed: settings.seed }),
+          ...(settings.path === undefined ? {} : { path: settings.path }),
+          // Shrinking re-runs the pipeline; past this it reports the smallest case found so far.
+          interruptAfterTimeLimit: 600_000,
+          markInterruptAsFailure: false,
+        },
+      );
+      console.log(
+        `[model] ${target.name}: ${details.numRuns} cases, seed ${details.seed}, ${((Date.now() - started) / 1000).toFixed(1)} s${details.failed ? ", FAILED" : ""}`,
+      );
+      if (details.failed) {
+        const shape = details.counterexample?.[0] as Shape | undefined;
+        mkdirSync(failuresDir, { recursive: true });
+        const file = join(failuresDir, `${target.name}-${details.seed}.json`);
+        if (shape !== undefined)
+          writeFileSync(
+            file,
+            `${JSON.stringify({ name: `${target.name}-${details.seed}`, why: "describe what it found", shape }, null, 2)}\n`,
+          );
+        throw new Error(
+          [
+            `[model] ${target.name} failed: replay with pnpm test:model --provider ${target.name} --seed ${details.seed} --path ${details.counterexamplePath}`,
+            shape === undefined ? "" : `shrunk shape written to ${file}; its config:\n${JSON.stringify(toPipelineConfig(shape), null, 2)}`,
+            details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance),
+          ].join("\n"),
+        );
+      }
+    });
+  });
+}
