@@ -25,6 +25,7 @@ import type { RedisConfig } from "./config.js";
 import { corkUntilNextTurn } from "./connections.js";
 import type { DelayedPump } from "./delayed-pump.js";
 import { escapeSubscription, GROUP, type LaneKeys } from "./naming.js";
+import { readCount } from "./read-window.js";
 import { JOIN, LEAVE, REAP, runScript, SETTLE, SETTLE_ACKS, TOUCH } from "./scripts.js";
 import { settleWithin, sleep } from "./timing.js";
 
@@ -92,9 +93,8 @@ export class RedisSubscription implements Subscription {
   private readonly handlers: HandlerRuns;
   private readonly active = new Set<Promise<void>>();
   private slotWaiter: (() => void) | undefined;
-  /** True once the window was full: the next read waits for `refillAt` free slots. */
+  /** True once the window was full since the last read (see `readCount`). */
   private refilling = false;
-  private readonly refillAt: number;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   /** Acknowledgements of one event-loop turn go to Redis as one script call. */
   private readonly acks = new AckBatcher((ids) => {
@@ -114,7 +114,6 @@ export class RedisSubscription implements Subscription {
   ) {
     this.destination = deps.lane.destination;
     this.name = settings.subscription;
-    this.refillAt = Math.max(1, Math.floor(settings.prefetch / 2));
     this.handlers = new HandlerRuns({
       timeoutMs: settings.handlerTimeoutMs,
       releasesSignal: settings.releasesSignal === true,
@@ -152,11 +151,16 @@ export class RedisSubscription implements Subscription {
     let recoverOwn = false;
     let backoff = 100;
     while (!this.stopped) {
-      const free = this.settings.prefetch - this.held.size;
-      // Refill in batches: once the window is full, wait until half of it is free (or it is empty)
-      // rather than issuing a read for every single settled delivery.
-      if (free <= 0 || (this.refilling && this.held.size > 0 && free < this.refillAt)) {
-        this.refilling = true;
+      const free = readCount({
+        prefetch: this.settings.prefetch,
+        concurrency: this.settings.concurrency,
+        unsettled: this.held.size,
+        waiting: this.backlog.length,
+        running: this.running,
+        refilling: this.refilling,
+      });
+      if (free === 0) {
+        if (this.held.size >= this.settings.prefetch) this.refilling = true;
         await new Promise<void>((resolve) => {
           this.slotWaiter = resolve;
         });
@@ -247,6 +251,8 @@ export class RedisSubscription implements Subscription {
         this.running -= 1;
         this.active.delete(work);
         this.pump();
+        // A free handler with nothing to run is a reason to read (see `readCount`).
+        this.wakeReader();
       });
       this.active.add(work);
     }
@@ -313,10 +319,15 @@ export class RedisSubscription implements Subscription {
       }
     } finally {
       this.held.delete(item.entryId);
-      const waiter = this.slotWaiter;
-      this.slotWaiter = undefined;
-      waiter?.();
+      this.wakeReader();
     }
+  }
+
+  /** Lets the read loop decide again, if it waits for room in the window. */
+  private wakeReader(): void {
+    const waiter = this.slotWaiter;
+    this.slotWaiter = undefined;
+    waiter?.();
   }
 
   /**
@@ -426,9 +437,7 @@ export class RedisSubscription implements Subscription {
     clearInterval(this.reclaimTimer);
     this.deps.pump.stop();
     this.reader?.disconnect();
-    const waiter = this.slotWaiter;
-    this.slotWaiter = undefined;
-    waiter?.();
+    this.wakeReader();
     this.handlers.abortAll(new Error("subscription closed"));
     const waiting = this.backlog.splice(0);
     const handBacks = waiting.map((item) => this.handBack(item));

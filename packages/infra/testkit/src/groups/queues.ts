@@ -3,7 +3,7 @@ import { expect } from "vitest";
 import { collectDeliveries } from "../collect-deliveries.js";
 import { defineTest, type SuiteEnv } from "../harness.js";
 import { sleep, waitFor } from "../wait-for.js";
-import { gate, publishAll, range } from "./util.js";
+import { field, gate, publishAll, range } from "./util.js";
 
 export function registerQueues(env: SuiteEnv): void {
   defineTest(env, "queues", {
@@ -113,6 +113,41 @@ export function registerQueues(env: SuiteEnv): void {
       release.open();
       await recorder.waitForIds(ids, { timeoutMs: h.timing.deliveryTimeoutMs, status: "ACKNOWLEDGED" });
       expect(recorder.maxActive()).toBe(2);
+    },
+  });
+
+  defineTest(env, "queues", {
+    title:
+      "deliveries held unsettled never stall the rest: while a handler is free and fewer than prefetch are unsettled, the next message is delivered",
+    body: async (h) => {
+      // A route whose batch keeps its members unsettled until later messages complete it: seven held
+      // (more than half the window), four acknowledged at once, all in the queue before the first read.
+      const provider = await h.provider();
+      const queue = h.queue("held");
+      const ids = await publishAll(
+        provider,
+        queue,
+        range(11).map((n) => ({ n, hold: n < 7 })),
+      );
+      const release = gate();
+      const recorder = collectDeliveries(async (delivery, signal) => {
+        if (field(delivery.message.body, "hold") === true) await release.wait(signal);
+        return "ACKNOWLEDGED" as const;
+      });
+      await h.subscribe(provider, queue, recorder.handler, {
+        subscription: "holder",
+        prefetch: 10,
+        concurrency: 8,
+      });
+      await recorder.waitForIds(ids.slice(7), {
+        timeoutMs: h.timing.deliveryTimeoutMs,
+        status: "ACKNOWLEDGED",
+      });
+      expect(recorder.active(), "the held handlers are still running").toBe(7);
+      release.open();
+      await recorder.waitForIds(ids, { timeoutMs: h.timing.deliveryTimeoutMs, status: "ACKNOWLEDGED" });
+      await h.quiet();
+      expect(recorder.deliveries.length, "each message delivered once").toBe(11);
     },
   });
 
