@@ -5,7 +5,12 @@ import { spawnSync } from "node:child_process";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const flags = { "--seed": "FACTFLOW_MODEL_SEED", "--path": "FACTFLOW_MODEL_PATH", "--runs": "FACTFLOW_MODEL_RUNS", "--provider": "FACTFLOW_MODEL_PROVIDERS" };
+const flags = {
+  "--seed": "FACTFLOW_MODEL_SEED",
+  "--path": "FACTFLOW_MODEL_PATH",
+  "--runs": "FACTFLOW_MODEL_RUNS",
+  "--provider": "FACTFLOW_MODEL_PROVIDERS",
+};
 const env = { ...process.env };
 const rest = [];
 const args = process.argv.slice(2);
@@ -18,7 +23,9 @@ for (let i = 0; i < args.length; i++) {
   }
   const value = inline ?? args[++i];
   if (value === undefined) {
-    console.error(`[model] ${flag} needs a value, e.g. ${flag} ${flag === "--provider" ? "embedded-file" : "42"}`);
+    console.error(
+      `[model] ${flag} needs a value, e.g. ${flag} ${flag === "--provider" ? "embedded-file" : "42"}`,
+    );
     process.exit(2);
   }
   env[name] = value;

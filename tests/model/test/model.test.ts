@@ -50,10 +50,14 @@ async function runCase(model: ModelRun, shape: Shape): Promise<string[]> {
   const inputs = expected.routes[deadRoute.name]?.deadKeys ?? [];
   const replayed = await model.replayDead(shape, observed, deadRoute.name);
   const healedExpected = expectedOutcome(shape, { start: deadRoute.name, inputs, healed: true });
-  return differences(shape, healedExpected, replayed).map((p) => `replay of ${deadRoute.name}'s dead letters: ${p}`);
+  return differences(shape, healedExpected, replayed).map(
+    (p) => `replay of ${deadRoute.name}'s dead letters: ${p}`,
+  );
 }
 
-const targets = MODEL_TARGETS.filter((t) => settings.providers === undefined || settings.providers.includes(t.name));
+const targets = MODEL_TARGETS.filter(
+  (t) => settings.providers === undefined || settings.providers.includes(t.name),
+);
 
 for (const target of targets) {
   describe(`model: ${target.name}`, () => {
@@ -92,10 +96,13 @@ for (const target of targets) {
       const runs = settings.runs ?? target.runs;
       const started = Date.now();
       const details = await fc.check(
-        fc.asyncProperty(shapeArbitrary({ ...target.limits, maxArrivals: target.maxArrivals }), async (shape) => {
-          const problems = await runCase(current, shape);
-          if (problems.length > 0) throw new Error(problems.join("\n"));
-        }),
+        fc.asyncProperty(
+          shapeArbitrary({ ...target.limits, maxArrivals: target.maxArrivals }),
+          async (shape) => {
+            const problems = await runCase(current, shape);
+            if (problems.length > 0) throw new Error(problems.join("\n"));
+          },
+        ),
         {
           numRuns: runs,
           ...(settings.seed === undefined ? {} : { seed: settings.seed }),
@@ -120,8 +127,12 @@ for (const target of targets) {
         throw new Error(
           [
             `[model] ${target.name} failed: replay with pnpm test:model --provider ${target.name} --seed ${details.seed} --path ${details.counterexamplePath}`,
-            shape === undefined ? "" : `shrunk shape written to ${file}; its config:\n${JSON.stringify(toPipelineConfig(shape), null, 2)}`,
-            details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance),
+            shape === undefined
+              ? ""
+              : `shrunk shape written to ${file}; its config:\n${JSON.stringify(toPipelineConfig(shape), null, 2)}`,
+            details.errorInstance instanceof Error
+              ? details.errorInstance.message
+              : String(details.errorInstance),
           ].join("\n"),
         );
       }

@@ -36,7 +36,10 @@ const preStep: fc.Arbitrary<Step> = fc.oneof(
 );
 
 /** Mostly small fan-outs, sometimes up to 50 children. */
-const fanCount = fc.oneof({ weight: 4, arbitrary: fc.integer({ min: 0, max: 6 }) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 50 }) });
+const fanCount = fc.oneof(
+  { weight: 4, arbitrary: fc.integer({ min: 0, max: 6 }) },
+  { weight: 1, arbitrary: fc.integer({ min: 0, max: 50 }) },
+);
 
 interface RouteDraft {
   readonly pre: Step[];
@@ -62,7 +65,10 @@ const routeDraft = fc.record({
   ),
   // Picks among the later routes, resolved once the route count is known; an empty list (about one
   // route in six) makes a terminal route in the middle of the pipeline.
-  targets: fc.option(fc.uniqueArray(fc.nat({ max: 1000 }), { minLength: 1, maxLength: 3 }), { nil: [], freq: 6 }),
+  targets: fc.option(fc.uniqueArray(fc.nat({ max: 1000 }), { minLength: 1, maxLength: 3 }), {
+    nil: [],
+    freq: 6,
+  }),
   condition: fc.option(bucketSet, { nil: undefined, freq: 4 }),
   concurrency: fc.integer({ min: 1, max: 4 }),
   prefetch: fc.option(fc.integer({ min: 1, max: 20 }), { nil: undefined, freq: 3 }),
@@ -84,7 +90,12 @@ function wire(drafts: readonly RouteDraft[]): number[][] {
   return outbound.map((targets) => targets.sort((a, b) => a - b));
 }
 
-function buildRoute(draft: RouteDraft, index: number, targets: readonly number[], limits: ShapeLimits): RouteShape {
+function buildRoute(
+  draft: RouteDraft,
+  index: number,
+  targets: readonly number[],
+  limits: ShapeLimits,
+): RouteShape {
   const outbound = targets.map((t) => `r${t}`);
   const terminal = outbound.length === 0;
   const batch = terminal ? draft.batch : undefined;
@@ -94,7 +105,9 @@ function buildRoute(draft: RouteDraft, index: number, targets: readonly number[]
   const steps: Step[] =
     batch === undefined
       ? [...draft.pre]
-      : draft.pre.map((s) => (s.kind === "rule" && s.mix.timeout > 0 ? { ...s, mix: MIXES.mixed as FateMix } : s));
+      : draft.pre.map((s) =>
+          s.kind === "rule" && s.mix.timeout > 0 ? { ...s, mix: MIXES.mixed as FateMix } : s,
+        );
   const slow = steps.some((s) => s.kind === "rule" && s.mix.timeout > 0);
   if (terminal) {
     if (batch !== undefined) steps.push({ kind: "batch", size: batch.size, timeoutMs: batch.timeoutMs });
@@ -134,12 +147,10 @@ function fitBudget(shape: Shape, max: number): Shape {
   for (;;) {
     if (totalArrivals(expectedOutcome(current)) <= max) return current;
     let largest: { route: number; step: number; count: number } | undefined;
-    current.routes.forEach((route, r) =>
-      route.steps.forEach((step, s) => {
+    for (const [r, route] of current.routes.entries())
+      for (const [s, step] of route.steps.entries())
         if (step.kind === "fan" && step.count > 0 && (largest === undefined || step.count > largest.count))
           largest = { route: r, step: s, count: step.count };
-      }),
-    );
     if (largest === undefined) return current;
     const { route: r, step: s, count } = largest;
     current = {
@@ -147,7 +158,12 @@ function fitBudget(shape: Shape, max: number): Shape {
       routes: current.routes.map((route, i) =>
         i !== r
           ? route
-          : { ...route, steps: route.steps.map((step, j) => (j === s ? { kind: "fan" as const, count: Math.floor(count / 2) } : step)) },
+          : {
+              ...route,
+              steps: route.steps.map((step, j) =>
+                j === s ? { kind: "fan" as const, count: Math.floor(count / 2) } : step,
+              ),
+            },
       ),
     };
   }

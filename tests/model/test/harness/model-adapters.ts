@@ -1,3 +1,4 @@
+import { appendFileSync } from "node:fs";
 import type { AdapterDefinition, JsonValue } from "@factflow/protocols";
 import { bodyOf, type FateMix, fateOf, type ModelBody } from "./shape.js";
 
@@ -33,7 +34,7 @@ export const modelAdapters: AdapterDefinition[] = [
     description: "fails, throws, times out or ends the chain by the message key's fate",
     mayEndChain: true,
     create: (config) => {
-      const { salt, mix } = config as { salt: number; mix: FateMix };
+      const { salt, mix } = config as unknown as { salt: number; mix: FateMix };
       return {
         type: "model.rule",
         process(ctx) {
@@ -78,12 +79,18 @@ export const modelAdapters: AdapterDefinition[] = [
   },
   {
     type: "model.sink",
-    description: "records the keys it receives, per execution and route",
-    create: () => ({
+    description: "records the keys it receives, per execution and route (in memory, or in `config.file`)",
+    create: (config) => ({
       type: "model.sink",
       process(ctx) {
-        let routes = sunk.get(ctx.executionId);
-        if (routes === undefined) sunk.set(ctx.executionId, (routes = new Map()));
+        if (typeof config.file === "string") {
+          // Another process runs the pipeline: one line per key, `route key`, one write per message.
+          const lines = keysOf(ctx.message).map((k) => `${ctx.route} ${k}\n`);
+          appendFileSync(config.file, lines.join(""));
+          return { data: null };
+        }
+        const routes = sunk.get(ctx.executionId) ?? new Map<string, string[]>();
+        sunk.set(ctx.executionId, routes);
         const keys = routes.get(ctx.route) ?? [];
         keys.push(...keysOf(ctx.message));
         routes.set(ctx.route, keys);

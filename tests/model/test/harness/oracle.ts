@@ -85,7 +85,10 @@ export function expectedOutcome(
   for (const r of shape.routes) routes[r.name] = empty();
   const start = options.start ?? shape.routes[0]?.name;
   if (start === undefined) throw new Error("a shape has at least one route");
-  const work: { route: string; key: string }[] = (options.inputs ?? [ROOT_KEY]).map((key) => ({ route: start, key }));
+  const work: { route: string; key: string }[] = (options.inputs ?? [ROOT_KEY]).map((key) => ({
+    route: start,
+    key,
+  }));
   const healed = options.healed ?? false;
   while (work.length > 0) {
     const item = work.shift() as { route: string; key: string };

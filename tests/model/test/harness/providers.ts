@@ -18,7 +18,8 @@ const recorded = (service: string, file: string, fallback: string): string => {
 
 const RABBITMQ_URL = process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672";
 const REDIS_URL = process.env.FACTFLOW_REDIS_URL ?? "redis://127.0.0.1:6379";
-const ARTEMIS_URL = process.env.ARTEMIS_STOMP_URL ?? recorded("artemis", "stomp.url", "stomp://127.0.0.1:61613");
+const ARTEMIS_URL =
+  process.env.ARTEMIS_STOMP_URL ?? recorded("artemis", "stomp.url", "stomp://127.0.0.1:61613");
 const PULSAR_URL = process.env.PULSAR_URL ?? recorded("pulsar", "ws.url", "ws://127.0.0.1:8080");
 
 /** A provider the model suite runs on, and how many cases it gets in a default run. */
@@ -40,14 +41,14 @@ const unique = () => `${process.pid}-${Date.now().toString(36)}-${Math.random().
 export const MODEL_TARGETS: readonly ModelTarget[] = [
   {
     name: "embedded-memory",
-    runs: 60,
+    runs: 200,
     limits: all,
     maxArrivals: 400,
     create: () => ({ queue: createEmbeddedProvider({ mode: "memory" }), cleanup() {} }),
   },
   {
     name: "embedded-file",
-    runs: 40,
+    runs: 120,
     limits: all,
     maxArrivals: 400,
     create() {
@@ -61,7 +62,7 @@ export const MODEL_TARGETS: readonly ModelTarget[] = [
   {
     name: "rabbitmq",
     url: RABBITMQ_URL,
-    runs: 12,
+    runs: 40,
     limits: all,
     maxArrivals: 150,
     create: () => ({ queue: createRabbitMqProvider({ url: RABBITMQ_URL }), cleanup() {} }),
@@ -69,7 +70,7 @@ export const MODEL_TARGETS: readonly ModelTarget[] = [
   {
     name: "artemis",
     url: ARTEMIS_URL,
-    runs: 12,
+    runs: 40,
     limits: all,
     maxArrivals: 150,
     create: () => ({ queue: createArtemisProvider({ url: ARTEMIS_URL }), cleanup() {} }),
@@ -77,15 +78,18 @@ export const MODEL_TARGETS: readonly ModelTarget[] = [
   {
     name: "redis",
     url: REDIS_URL,
-    runs: 12,
+    runs: 60,
     limits: { priorities: false, fifo: false, orderedGroups: false },
     maxArrivals: 150,
-    create: () => ({ queue: createRedisProvider({ url: REDIS_URL, keyPrefix: `ff-model-${unique()}:` }), cleanup() {} }),
+    create: () => ({
+      queue: createRedisProvider({ url: REDIS_URL, keyPrefix: `ff-model-${unique()}:` }),
+      cleanup() {},
+    }),
   },
   {
     name: "pulsar",
     url: PULSAR_URL,
-    runs: 8,
+    runs: 20,
     limits: { priorities: false, fifo: true, orderedGroups: true },
     maxArrivals: 100,
     create: () => ({ queue: createPulsarProvider({ url: PULSAR_URL }), cleanup() {} }),

@@ -2,14 +2,15 @@ import { adapters as builtins } from "@factflow/adapters";
 import { createEngine, type Engine, loadPipelineConfig } from "@factflow/engine";
 import { type LineageDatabase, openLineageDatabase } from "@factflow/lineage";
 import type { ArtefactSidecar, LineageRow, QueueProtocol, StorageProtocol } from "@factflow/protocols";
-import type { DeadReason, RouteOutcome } from "./oracle.js";
 import { healing, modelAdapters, sunk } from "./model-adapters.js";
+import type { DeadReason, RouteOutcome } from "./oracle.js";
 import type { Shape } from "./shape.js";
 import { toPipelineConfig } from "./to-config.js";
 
 /** The model's adapters write no artefacts; a storage that holds nothing is enough. */
 const noStorage: StorageProtocol = {
-  put: async (key) => ({ key, contentType: "application/octet-stream", size: 0, sha256: "", createdAt: "" }) as ArtefactSidecar,
+  put: async (key) =>
+    ({ key, contentType: "application/octet-stream", size: 0, sha256: "", createdAt: "" }) as ArtefactSidecar,
   get: async () => undefined,
   head: async () => undefined,
   list: async () => [],
@@ -41,11 +42,22 @@ export interface ModelRun {
 }
 
 function emptyOutcome(): RouteOutcome {
-  return { arrived: 0, skipped: 0, completed: 0, dead: { rejected: 0, exhausted: 0, incomplete: 0 }, deadKeys: [], retries: 0, sunk: [] };
+  return {
+    arrived: 0,
+    skipped: 0,
+    completed: 0,
+    dead: { rejected: 0, exhausted: 0, incomplete: 0 },
+    deadKeys: [],
+    retries: 0,
+    sunk: [],
+  };
 }
 
 /** An engine on `queue` with an in-memory lineage store, running shapes one at a time. */
-export async function openModelRun(queue: QueueProtocol, options: { lineage?: LineageDatabase } = {}): Promise<ModelRun> {
+export async function openModelRun(
+  queue: QueueProtocol,
+  options: { lineage?: LineageDatabase } = {},
+): Promise<ModelRun> {
   const db = options.lineage ?? (await openLineageDatabase({ memory: true }));
   await queue.connect();
   const engine = createEngine({
@@ -99,13 +111,17 @@ export async function openModelRun(queue: QueueProtocol, options: { lineage?: Li
     queue,
     db,
     async run(shape) {
-      const config = await loadPipelineConfig(JSON.stringify(toPipelineConfig(shape)), { registry: engine.registry });
+      const config = await loadPipelineConfig(JSON.stringify(toPipelineConfig(shape)), {
+        registry: engine.registry,
+      });
       const record = await engine.service.create({ config });
       return observe(shape, record.id);
     },
     async replayDead(shape, parent, route) {
       const rows = await db.lineage.rows(parent.id, { limit: 10_000, kind: "message" });
-      const ids = rows.items.filter((r) => r.route === route && r.status === "failed").map((r) => r.messageId);
+      const ids = rows.items
+        .filter((r) => r.route === route && r.status === "failed")
+        .map((r) => r.messageId);
       healing.active = true;
       try {
         const record = await engine.service.replay(parent.id, { fromRoute: route, messageIds: ids });
@@ -142,7 +158,9 @@ function deadReasonOf(row: LineageRow): DeadReason {
 async function brokerState(queue: QueueProtocol, executionId: string, shape: Shape) {
   const leftovers: string[] = [];
   const brokerDead: Record<string, number> = {};
-  const destinations = (await queue.admin.listDestinations()).filter((d) => d.destination.includes(executionId));
+  const destinations = (await queue.admin.listDestinations()).filter((d) =>
+    d.destination.includes(executionId),
+  );
   for (const d of destinations) {
     const stats = await queue.admin.stats({ destination: d.destination });
     const route = shape.routes.find((r) => d.destination.endsWith(`/${r.queue}`));
@@ -151,6 +169,8 @@ async function brokerState(queue: QueueProtocol, executionId: string, shape: Sha
       leftovers.push(`${d.destination}: depth ${stats.depth}, in flight ${stats.inFlight}`);
   }
   for (const d of destinations)
-    await queue.admin.deleteDestination({ destination: d.destination }, { keepDeadLetters: false }).catch(() => undefined);
+    await queue.admin
+      .deleteDestination({ destination: d.destination }, { keepDeadLetters: false })
+      .catch(() => undefined);
   return { leftovers, brokerDead };
 }

@@ -26,6 +26,8 @@ export function modelSettings(): ModelSettings {
     ...(seed === undefined ? {} : { seed }),
     ...(runs === undefined ? {} : { runs }),
     ...(path === undefined || path === "" ? {} : { path }),
-    ...(providers === undefined || providers === "" ? {} : { providers: providers.split(",").map((p) => p.trim()) }),
+    ...(providers === undefined || providers === ""
+      ? {}
+      : { providers: providers.split(",").map((p) => p.trim()) }),
   };
 }

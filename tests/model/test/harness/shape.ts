@@ -98,12 +98,18 @@ export const ROOT_KEY = "m";
 export function fateOf(salt: number, mix: FateMix, key: string): Fate {
   const roll = hash(`fate:${salt}:${key}`) % 100;
   const times = 1 + (hash(`times:${salt}:${key}`) % 3);
-  let edge = mix.ok;
-  if (roll < edge) return { kind: "ok" };
-  if (roll < (edge += mix.empty)) return { kind: "empty" };
-  if (roll < (edge += mix.transient)) return { kind: "transient", times };
-  if (roll < (edge += mix.permanent)) return { kind: "permanent" };
-  if (roll < (edge += mix.throw)) return { kind: "throw", times };
-  if (roll < (edge += mix.timeout)) return { kind: "timeout", times };
+  const steps: [number, Fate][] = [
+    [mix.ok, { kind: "ok" }],
+    [mix.empty, { kind: "empty" }],
+    [mix.transient, { kind: "transient", times }],
+    [mix.permanent, { kind: "permanent" }],
+    [mix.throw, { kind: "throw", times }],
+    [mix.timeout, { kind: "timeout", times }],
+  ];
+  let edge = 0;
+  for (const [share, fate] of steps) {
+    edge += share;
+    if (roll < edge) return fate;
+  }
   return { kind: "ok" };
 }
