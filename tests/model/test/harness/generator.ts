@@ -136,7 +136,9 @@ function buildRoute(
     ...(order === "fifo" ? { ordering: "fifo" as const } : {}),
     ...(order === "groups" ? { groupByBucket: true } : {}),
     ...(order === "priority" ? { priorityLevels: 3 } : {}),
-    ...(slow ? { timeoutMs: 150 } : {}),
+    // Long enough that a healthy handler on a loaded machine never reaches it; only a timing-out
+    // rule does.
+    ...(slow ? { timeoutMs: 500 } : {}),
     namedQueue: draft.namedQueue,
   };
 }
