@@ -29,6 +29,8 @@ export interface Flags {
   host?: string;
   port?: string;
   "older-than-days"?: string;
+  "stall-after"?: string;
+  "stall-timeout"?: string;
   wait: boolean;
   force: boolean;
   insecure: boolean;
@@ -64,6 +66,7 @@ export async function settingsOf(ctx: CliContext, local: LocalFileOptions = {}):
   if (ctx.flags.host !== undefined) overrides.host = ctx.flags.host;
   if (ctx.flags.port !== undefined) overrides.port = ctx.flags.port;
   if (ctx.flags.insecure) overrides.insecure = "1";
+  if (ctx.flags["stall-after"] !== undefined) overrides.stall_after_s = ctx.flags["stall-after"];
   const settings = loadSettings({
     env: ctx.env,
     cwd: ctx.cwd,

@@ -11,7 +11,15 @@ function routeJson(r: RouteStall) {
     outputs_pending: r.outputsPending,
     held: r.held,
     paused: r.paused,
-    counters: r.counters,
+    counters: {
+      acknowledged: r.counters.acknowledged,
+      failed: r.counters.failed,
+      rejected: r.counters.rejected,
+      abandoned: r.counters.abandoned,
+      published: r.counters.published,
+      duplicates: r.counters.duplicates,
+      skipped: r.counters.skipped,
+    },
     broker:
       r.broker === undefined
         ? null

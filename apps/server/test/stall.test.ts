@@ -110,7 +110,7 @@ describe("a stalled execution", () => {
     );
     expect(logged()).toHaveLength(1);
 
-    (globalThis as Record<string, () => void>)[RELEASE]?.();
+    ((globalThis as Record<string, unknown>)[RELEASE] as (() => void) | undefined)?.();
     const done = await waitFor(
       async () => {
         const detail = (await call(server.url, "GET", path)).body;

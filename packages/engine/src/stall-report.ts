@@ -10,7 +10,7 @@ function sum(values: Readonly<Record<string, number>> | undefined): number {
 }
 
 /** Sentences about one route: what it holds that has not finished. */
-function routeSentences(r: RouteStall): string[] {
+function routeSentences(r: RouteStall, publishing: boolean): string[] {
   const out: string[] = [];
   const name = `route "${r.route}"`;
   const b = r.broker;
@@ -50,8 +50,13 @@ function routeSentences(r: RouteStall): string[] {
   }
   const unaccounted = sum(r.messages?.open) - r.inFlight - r.held - b.depth - elsewhere;
   if (unaccounted > 0) {
+    const causes = [
+      ...(publishing ? ["an output still being published to it"] : []),
+      "a retry the broker does not count",
+      "a lost message (the execution reconciles such rows after its reconcile period)",
+    ];
     out.push(
-      `${name}: ${count(unaccounted, "open message row")} with no message in its queue or in flight (a retry the broker does not count, or a message lost: the execution reconciles such rows after its reconcile period)`,
+      `${name}: ${count(unaccounted, "open message row")} with no message in its queue or in flight: ${causes.join(", or ")}`,
     );
   }
   return out;
@@ -70,7 +75,8 @@ export function waitingFor(d: Omit<StallDiagnosis, "waitingFor">): string[] {
         : "the execution to start: its routes are subscribing or its adapters are being created",
     );
   }
-  for (const route of d.routes) out.push(...routeSentences(route));
+  const publishing = d.seedPending > 0 || d.routes.some((r) => r.outputsPending > 0);
+  for (const route of d.routes) out.push(...routeSentences(route, publishing));
   const unconfirmed = d.provider.published - d.provider.confirmed;
   if (unconfirmed > 0 && (d.seedPending > 0 || d.routes.some((r) => r.publishing > 0))) {
     out.push(
@@ -118,8 +124,13 @@ function routeLine(r: RouteStall): string {
 
 /** The diagnosis as text for a terminal or a log: what it waits for, then each route's figures. */
 export function formatStallDiagnosis(d: StallDiagnosis): string {
+  // Progress is sampled about once a second: a quiet time below that says nothing.
+  const quiet =
+    d.quietMs < 1000
+      ? "is waiting for:"
+      : `has made no progress for ${seconds(d.quietMs)} (last at ${d.lastProgressAt}); waiting for:`;
   const lines = [
-    `execution ${d.executionId} has made no progress for ${seconds(d.quietMs)} (last at ${d.lastProgressAt}); waiting for:`,
+    `execution ${d.executionId} ${quiet}`,
     ...d.waitingFor.map((s) => `  - ${s}`),
     "routes:",
     ...d.routes.map(routeLine),
