@@ -121,6 +121,7 @@ export async function openBackend(ctx: CliContext, local: LocalFileOptions = {})
   }
   const settings = await settingsOf(ctx, local);
   const { composeRuntime, createApp } = await import("@factflow/server");
+  const { formatStallDiagnosis } = await import("@factflow/engine");
   // Short-lived: no retention schedule here (`factflow executions prune` runs it on demand).
   const runtime = await composeRuntime(settings, {
     logger: cliLogger(ctx.output),
@@ -130,6 +131,8 @@ export async function openBackend(ctx: CliContext, local: LocalFileOptions = {})
     connectProvider: "first-use",
     // Traces (docs/observability.md) when the OTEL_* variables ask for them; exported on close.
     serviceName: "factflow-cli",
+    // An execution run here (config run, replay, resume) that stops moving: what it waits for.
+    onExecutionStalled: (_, diagnosis) => ctx.output.err(formatStallDiagnosis(diagnosis)),
   });
   // A failed request comes back as an error answer that the command prints; no second JSON line.
   const app = createApp(runtime, { log: () => {} });
