@@ -109,6 +109,8 @@ export class StallWatch {
         this.#stall = diagnosis;
         this.#options.onStall(diagnosis);
       })
+      // A diagnosis that could not be made (a store already closed) is tried again next tick.
+      .catch(() => undefined)
       .finally(() => {
         this.#checking = false;
       });
