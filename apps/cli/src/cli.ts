@@ -8,6 +8,8 @@ export const USAGE = `factflow — run pipelines, inspect executions, lineage an
 
 Usage:
   factflow run <pipeline.yaml> [--input JSON|@file] [--json]   run one execution here and print a summary
+        [--stall-after S] [--stall-timeout S]                  say what it waits for after S s without progress
+                                                                (default 30, 0 never); give up after S s (exit 3)
   factflow serve [--host H] [--port P] [--insecure]             run the HTTP API (beyond loopback it needs
                                                                 FACTFLOW_API_TOKEN, or --insecure)
   factflow config list | show NAME | validate FILE | run NAME [--input JSON] [--wait]
@@ -33,7 +35,8 @@ Options:
                          nothing persisted (env FACTFLOW_LINEAGE)
   --limit N --offset N   paging of list commands
 
-Exit codes: 0 success (run: execution completed), 1 failed, 2 usage or config error.`;
+Exit codes: 0 success (run: execution completed), 1 failed, 2 usage or config error,
+3 run stalled (--stall-timeout passed, or nothing left in the process could make progress).`;
 
 const OPTIONS = {
   json: { type: "boolean", default: false },
@@ -63,6 +66,8 @@ const OPTIONS = {
   offset: { type: "string" },
   host: { type: "string" },
   port: { type: "string" },
+  "stall-after": { type: "string" },
+  "stall-timeout": { type: "string" },
 } as const;
 
 /** Runs one command line; returns the exit code. Never throws for expected failures. */

@@ -29,6 +29,8 @@ export interface Flags {
   host?: string;
   port?: string;
   "older-than-days"?: string;
+  "stall-after"?: string;
+  "stall-timeout"?: string;
   wait: boolean;
   force: boolean;
   insecure: boolean;
@@ -64,6 +66,7 @@ export async function settingsOf(ctx: CliContext, local: LocalFileOptions = {}):
   if (ctx.flags.host !== undefined) overrides.host = ctx.flags.host;
   if (ctx.flags.port !== undefined) overrides.port = ctx.flags.port;
   if (ctx.flags.insecure) overrides.insecure = "1";
+  if (ctx.flags["stall-after"] !== undefined) overrides.stall_after_s = ctx.flags["stall-after"];
   const settings = loadSettings({
     env: ctx.env,
     cwd: ctx.cwd,
@@ -118,6 +121,7 @@ export async function openBackend(ctx: CliContext, local: LocalFileOptions = {})
   }
   const settings = await settingsOf(ctx, local);
   const { composeRuntime, createApp } = await import("@factflow/server");
+  const { formatStallDiagnosis } = await import("@factflow/engine");
   // Short-lived: no retention schedule here (`factflow executions prune` runs it on demand).
   const runtime = await composeRuntime(settings, {
     logger: cliLogger(ctx.output),
@@ -127,6 +131,8 @@ export async function openBackend(ctx: CliContext, local: LocalFileOptions = {})
     connectProvider: "first-use",
     // Traces (docs/observability.md) when the OTEL_* variables ask for them; exported on close.
     serviceName: "factflow-cli",
+    // An execution run here (config run, replay, resume) that stops moving: what it waits for.
+    onExecutionStalled: (_, diagnosis) => ctx.output.err(formatStallDiagnosis(diagnosis)),
   });
   // A failed request comes back as an error answer that the command prints; no second JSON line.
   const app = createApp(runtime, { log: () => {} });

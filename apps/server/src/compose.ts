@@ -8,6 +8,7 @@ import {
   type ExecutionHooks,
   loadPipelineConfig,
   parseScopedDestination,
+  type StallDiagnosis,
   TERMINAL_EVENT_TYPES,
 } from "@factflow/engine";
 import { ExecutionStore, openLineageDatabase } from "@factflow/lineage";
@@ -32,6 +33,7 @@ import { RetentionJob } from "./retention.js";
 import { openQueueDefinitions } from "./routes/queue-definition-store.js";
 import type { EngineFacade, FactflowRuntime } from "./runtime.js";
 import type { Settings } from "./settings.js";
+import { logStall } from "./stall.js";
 import { tracesExportersFromEnv } from "./trace-requests.js";
 import type { Tracing } from "./tracing.js";
 
@@ -93,6 +95,11 @@ export interface ComposeOptions {
    * "off" for the CLI's short-lived runtimes (`scheduleRetention: false`)
    */
   readonly cluster?: "auto" | "off";
+  /**
+   * Told once per stall of an execution (no progress for `stall_after_s`) what it waits for.
+   * @default a warning in the log with the diagnosis
+   */
+  readonly onExecutionStalled?: (record: ExecutionRecord, diagnosis: StallDiagnosis) => void;
 }
 
 /** Lease of a cluster node without a heartbeat; env `FACTFLOW_CLUSTER_LEASE_MS` changes it. */
@@ -153,9 +160,11 @@ function executionHooks(options: {
   readonly metrics: FactflowMetrics;
   readonly janitor: QueueJanitor;
   readonly executions: ExecutionStoreProtocol;
+  readonly onStalled: NonNullable<ExecutionHooks["onExecutionStalled"]>;
 }): ExecutionHooks {
   const { routes, metrics, janitor, executions } = options;
   return {
+    onExecutionStalled: options.onStalled,
     onExecutionStarted(record) {
       routes.add(record.id, record.configSnapshot);
       metrics.executionsRunning.inc();
@@ -229,7 +238,14 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       queue: provider,
       lineage: db.lineage,
       executions: db.executions,
-      hooks: executionHooks({ routes, metrics, janitor, executions: db.executions }),
+      hooks: executionHooks({
+        routes,
+        metrics,
+        janitor,
+        executions: db.executions,
+        onStalled: options.onExecutionStalled ?? logStall(logger),
+      }),
+      stallAfterMs: settings.stall_after_s * 1000,
       storage,
       adapters: [...builtinAdapters, ...(options.adapters ?? [])],
       logger,
@@ -362,6 +378,17 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         return engine.service.get(id);
       },
       active: () => engine.manager.active().length,
+      fail: async (id, error) => {
+        await engine.service.fail(id, error);
+        return engine.service.get(id);
+      },
+      progress: () =>
+        engine.manager.active().flatMap((id) => {
+          const progress = engine.service.progress(id);
+          return progress === undefined ? [] : [progress];
+        }),
+      diagnose: (id) => engine.service.diagnose(id),
+      stall: (id) => engine.service.stall(id),
       shutdown: () => engine.shutdown(),
     };
 

@@ -23,3 +23,4 @@ export type { RunningServer, StartServerOptions } from "./server.js";
 export { startServer } from "./server.js";
 export type { LoadSettingsOptions, Settings, SettingsInput } from "./settings.js";
 export { loadSettings, redactSettings, redactUrl, SettingsSchema } from "./settings.js";
+export { logStall, stallJson } from "./stall.js";

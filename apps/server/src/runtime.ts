@@ -1,3 +1,4 @@
+import type { ExecutionProgress, StallDiagnosis } from "@factflow/engine";
 import type {
   ExecutionRecord,
   ExecutionStoreProtocol,
@@ -43,6 +44,14 @@ export interface EngineFacade {
   waitForEnd(id: string): Promise<ExecutionRecord>;
   /** Executions running in this process. */
   active(): number;
+  /** Stops an execution running here and marks it failed with `error`. */
+  fail(id: string, error: string): Promise<ExecutionRecord>;
+  /** When each execution running here last made progress, and what its routes are doing. */
+  progress(): readonly ExecutionProgress[];
+  /** What an execution running here waits for (bounded reads); undefined when it does not run here. */
+  diagnose(id: string): Promise<StallDiagnosis | undefined>;
+  /** The current stall of an execution running here (no progress for `stall_after_s`), if any. */
+  stall(id: string): StallDiagnosis | undefined;
   shutdown(): Promise<void>;
 }
 

@@ -148,6 +148,12 @@ export const SettingsSchema = v.pipe(
      * job. @default 0 (keep forever)
      */
     retention_days: v.optional(intFrom(0, 36_500), 0),
+    /**
+     * Seconds a running execution may go without progress before it is reported as stalled, with
+     * what it waits for (logged once per stall, `stall` in `GET /executions/{id}`; `factflow run`
+     * prints it). 0 turns the report off. @default 30
+     */
+    stall_after_s: v.optional(intFrom(0, 86_400), 30),
   }),
   v.forward(
     v.check(
@@ -210,6 +216,7 @@ const KEYS = [
   "adapter_packages",
   "config_max_routes",
   "config_max_bytes",
+  "stall_after_s",
 ] as const;
 
 const SECRET_KEYS = new Set<string>(["api_token", "artemis_password"]);

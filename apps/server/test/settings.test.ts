@@ -39,6 +39,7 @@ describe("loadSettings", () => {
       port: 8000,
       body_limit_bytes: 1024 * 1024,
       retention_days: 0,
+      stall_after_s: 30,
     });
     expect(s.database_url).toBeUndefined();
     expect(s.api_token).toBeUndefined();

@@ -74,6 +74,13 @@ export interface EngineOptions {
    */
   readonly tracer?: Tracer;
   /**
+   * A running execution that makes no progress for this long (no delivery starting, settling or
+   * parking, no output published) is diagnosed as stalled: `hooks.onExecutionStalled` is told once
+   * per stall what it waits for, and `service.stall(id)` returns it. 0 turns the check off;
+   * `service.progress` and `service.diagnose` work either way. @default 30000
+   */
+  readonly stallAfterMs?: number;
+  /**
    * Run as one server of several on a shared broker and PostgreSQL (docs/deployment.md): join every
    * running execution, take over after servers whose lease expired. Call `engine.cluster.start()`.
    * @default single process
@@ -117,6 +124,9 @@ export function createEngine(options: EngineOptions): Engine {
     ...(options.hooks === undefined ? {} : { hooks: options.hooks }),
     ...(options.queueDefinitions === undefined ? {} : { queueDefinitions: options.queueDefinitions }),
     ...(options.tracer === undefined ? {} : { tracer: options.tracer }),
+    ...(options.stallAfterMs === undefined ? {} : { stallAfterMs: options.stallAfterMs }),
+    // Other servers consume the same executions: progress there is invisible to this one.
+    ...(options.cluster === undefined ? {} : { shared: true }),
   });
   const service = new ExecutionService({
     manager,

@@ -1,5 +1,6 @@
 import type { ExecutionRecord, Logger } from "@factflow/protocols";
 import type { OrchestratorEnd } from "./pipeline-orchestrator.js";
+import type { StallDiagnosis } from "./stall-diagnosis.js";
 
 /**
  * Observers of the executions this process runs, for what the application keeps beside the engine
@@ -19,6 +20,12 @@ export interface ExecutionHooks {
    * `record` is the row as it was at the start.
    */
   readonly onExecutionEnded?: (record: ExecutionRecord, end: OrchestratorEnd) => void | Promise<void>;
+  /**
+   * An execution running here has made no progress for the engine's `stallAfterMs`: told once per
+   * stall, with what it is waiting for. It is told again only after the execution has moved and
+   * stalled anew.
+   */
+  readonly onExecutionStalled?: (record: ExecutionRecord, diagnosis: StallDiagnosis) => void | Promise<void>;
 }
 
 /** Runs one hook; its failure is logged, never thrown. */

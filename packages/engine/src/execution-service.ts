@@ -15,10 +15,12 @@ import {
   type ExecutionEventListener,
   TERMINAL_EVENT_TYPES,
 } from "./execution-events.js";
+import type { ExecutionProgress } from "./execution-progress.js";
 import { uuidv7 } from "./ids.js";
 import type { OrchestratorManager } from "./orchestrator-manager.js";
 import type { ExecutionSeed } from "./pipeline-orchestrator.js";
 import { openMessageRows } from "./reseed.js";
+import type { StallDiagnosis } from "./stall-diagnosis.js";
 
 export interface CreateExecutionRequest {
   /** A config returned by `loadPipelineConfig`; it is frozen into the execution's snapshot. */
@@ -292,6 +294,31 @@ export class ExecutionService {
       return "failed";
     }
     return this.#finishOrphan(executionId, "failed", error);
+  }
+
+  /**
+   * When an execution running in this process last made progress and what its routes are doing
+   * (memory only); undefined when it does not run here.
+   */
+  progress(executionId: string): ExecutionProgress | undefined {
+    return this.#manager.get(executionId)?.progress();
+  }
+
+  /**
+   * What an execution running here is waiting for, whether or not it is stalled: its routes' work,
+   * what lineage and the broker hold for it (bounded reads). Undefined when it does not run here.
+   */
+  async diagnose(executionId: string): Promise<StallDiagnosis | undefined> {
+    return this.#manager.get(executionId)?.diagnose();
+  }
+
+  /**
+   * The stall of an execution running here that has made no progress for the engine's
+   * `stallAfterMs` (as diagnosed when it was noticed, with its quiet time brought up to date), or
+   * undefined while it progresses, once it has ended, or when it does not run here.
+   */
+  stall(executionId: string): StallDiagnosis | undefined {
+    return this.#manager.get(executionId)?.stall();
   }
 
   /** Calls `listener` with the kept events after `afterId`, then live ones; returns unsubscribe. */

@@ -17,6 +17,7 @@ export type {
 } from "./execution-events.js";
 export { ExecutionEventHub, TERMINAL_EVENT_TYPES } from "./execution-events.js";
 export type { ExecutionHooks } from "./execution-hooks.js";
+export type { ExecutionProgress, RouteActivity } from "./execution-progress.js";
 export { ExecutionScopedQueue, subscriptionSuffix } from "./execution-scoped-queue.js";
 export type { CreateExecutionRequest, ReplayRequest } from "./execution-service.js";
 export { ExecutionService } from "./execution-service.js";
@@ -38,3 +39,6 @@ export { RESEED_HEADER } from "./reseed.js";
 export type { RouteCounters } from "./route-processor.js";
 export type { ScopedDestination } from "./scoped-destination.js";
 export { parseScopedDestination, scopedDestination } from "./scoped-destination.js";
+export type { RouteStall, StallDiagnosis } from "./stall-diagnosis.js";
+export { formatStallDiagnosis } from "./stall-report.js";
+export { DEFAULT_STALL_AFTER_MS } from "./stall-watch.js";

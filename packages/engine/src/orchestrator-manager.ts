@@ -119,6 +119,9 @@ export class OrchestratorManager {
       this.assertCapacity();
     }
     this.#reserved += participant ? 0 : 1;
+    const { hooks, logger } = this.#services;
+    const { record } = request;
+    const onStalled = hooks?.onExecutionStalled;
     const orchestrator = new PipelineOrchestrator({
       ...this.#services,
       executionId: request.executionId,
@@ -129,12 +132,16 @@ export class OrchestratorManager {
       ...(this.#services.progressIntervalMs === undefined
         ? {}
         : { progressIntervalMs: this.#services.progressIntervalMs }),
+      ...(onStalled === undefined
+        ? {}
+        : {
+            onStall: (diagnosis) =>
+              void callHook(logger, "onExecutionStalled", record.id, () => onStalled(record, diagnosis)),
+          }),
     });
     this.#running.set(request.executionId, orchestrator);
     if (participant) this.#participants.add(request.executionId);
     else this.#reserved--;
-    const { hooks, logger } = this.#services;
-    const { record } = request;
     const ended = orchestrator.done.then(async (end) => {
       // Only this orchestrator's entry: a later join of the same execution may have replaced it.
       if (this.#running.get(request.executionId) === orchestrator) {

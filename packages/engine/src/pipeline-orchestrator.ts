@@ -26,6 +26,7 @@ import type { AdapterRegistry } from "./adapter-registry.js";
 import { CompletionGate } from "./completion-gate.js";
 import { DeliveryLedger } from "./delivery-ledger.js";
 import type { ExecutionEventType } from "./execution-events.js";
+import type { ExecutionProgress } from "./execution-progress.js";
 import { ExecutionScopedQueue } from "./execution-scoped-queue.js";
 import { newId } from "./ids.js";
 import { LineageReconciler } from "./lineage-reconciler.js";
@@ -37,6 +38,8 @@ import { RouteProcessor } from "./route-processor.js";
 import { checkQueueCapabilities, routeQueueOptions } from "./route-queue-options.js";
 import type { ExecutionRuntime } from "./runtime.js";
 import { Semaphore } from "./semaphore.js";
+import { diagnoseExecution, type StallDiagnosis } from "./stall-diagnosis.js";
+import { DEFAULT_STALL_AFTER_MS, StallWatch } from "./stall-watch.js";
 import { withStepCondition } from "./step-condition.js";
 import { endExecutionSpan, startExecutionSpan } from "./tracing-execution.js";
 
@@ -94,6 +97,16 @@ export interface OrchestratorServices {
   readonly queueDefinitions?: QueueDefinitionStoreProtocol;
   /** Traces the execution and every delivery (docs/observability.md). @default no tracing */
   readonly tracer?: Tracer;
+  /**
+   * A running execution that makes no progress for this long is diagnosed as stalled (once per
+   * stall, see `onStall`); 0 turns the check off (progress is still tracked). @default 30000
+   */
+  readonly stallAfterMs?: number;
+  /**
+   * Other processes consume the executions' queues too (cluster mode): a stall is only reported
+   * once lineage has not changed either. @default false
+   */
+  readonly shared?: boolean;
 }
 
 export interface PipelineOrchestratorOptions extends OrchestratorServices {
@@ -108,6 +121,8 @@ export interface PipelineOrchestratorOptions extends OrchestratorServices {
    * orchestrator without failing the execution. @default false
    */
   readonly participant?: boolean;
+  /** Told once per stall what the execution waits for (see `stallAfterMs`). */
+  readonly onStall?: (diagnosis: StallDiagnosis) => void;
 }
 
 /** How an orchestrator ended: a final status, or `stopped` (shut down, the execution left running). */
@@ -141,6 +156,13 @@ export class PipelineOrchestrator {
   readonly #reseeded: Set<string>;
   /** The execution's span, when traced: the parent of the deliveries of its seed messages. */
   #span: TraceSpan | undefined;
+  /** Bumped by every delivery that starts, parks or settles: what the stall watch samples. */
+  #ticks = 0;
+  /** Seed messages not yet confirmed by the broker. */
+  #seedPending = 0;
+  /** Every route subscribed and the seed published. */
+  #running = false;
+  readonly #watch: StallWatch;
 
   constructor(options: PipelineOrchestratorOptions) {
     this.#options = options;
@@ -152,6 +174,24 @@ export class PipelineOrchestrator {
     this.#reseeded = new Set(options.seed.kind === "reseed" ? options.seed.messages.map((m) => m.id) : []);
     this.done = new Promise((resolve) => {
       this.#resolveDone = resolve;
+    });
+    this.#watch = new StallWatch({
+      afterMs: options.stallAfterMs ?? DEFAULT_STALL_AFTER_MS,
+      shared: options.shared === true || options.participant === true,
+      sample: () => {
+        let sample = this.#ticks;
+        // Duplicates and skipped messages are acknowledged without the callbacks that bump #ticks.
+        for (const p of this.processors)
+          sample += p.publishesDone + p.counters.duplicates + p.counters.skipped;
+        return sample;
+      },
+      diagnose: () => this.diagnose(),
+      onStall: (diagnosis) => options.onStall?.(diagnosis),
+      onResume: (quietMs) =>
+        options.logger.info("execution is making progress again", {
+          executionId: options.executionId,
+          quietMs: Math.round(quietMs),
+        }),
     });
   }
 
@@ -180,17 +220,26 @@ export class PipelineOrchestrator {
       strictLineage: this.#options.strictLineage ?? true,
       maxLineageBacklog: this.#options.maxLineageBacklog ?? 4000,
       routeForQueue: (q) => routeOfQueue.get(q),
-      onActivity: () => this.#gate?.activity(),
-      onMaybeIdle: () => this.#gate?.trigger(),
+      onActivity: () => {
+        this.#ticks++;
+        this.#gate?.activity();
+      },
+      onMaybeIdle: () => {
+        this.#ticks++;
+        this.#gate?.trigger();
+      },
       onFatal: (error) => {
         // Close the gate now: the rejected delivery must not let the execution "complete" first.
         this.#gate?.close();
         setImmediate(() => void this.#end("failed", error.message));
       },
       onSettled: () => {
+        this.#ticks++;
         this.#lastSettled = performance.now();
       },
     };
+    // From here on: a start that hangs (a subscribe, the seed's publish) is diagnosed too.
+    this.#watch.start();
     try {
       const provider = this.#options.queue;
       const unsupported = checkQueueCapabilities(config, provider.capabilities, provider.name);
@@ -323,7 +372,34 @@ export class PipelineOrchestrator {
     }
     this.#progressTimer = setInterval(() => this.#emitProgress(), this.#options.progressIntervalMs ?? 500);
     this.#progressTimer.unref();
+    this.#running = true;
     this.#gate.start();
+  }
+
+  /** When the execution last made progress and what each route is doing (memory only, cheap). */
+  progress(): ExecutionProgress {
+    const quietMs = Math.round(this.#watch.quietMs());
+    return {
+      executionId: this.executionId,
+      phase: this.#running ? "running" : "starting",
+      lastProgressAt: new Date(Date.now() - quietMs).toISOString(),
+      quietMs,
+      seedPending: this.#seedPending,
+      routes: this.processors.map((p) => p.activity()),
+    };
+  }
+
+  /**
+   * What the execution is waiting for: {@link progress} plus what lineage and the broker hold for
+   * each route (each read bounded to a few seconds; a read that fails is named in `problems`).
+   */
+  diagnose(): Promise<StallDiagnosis> {
+    return diagnoseExecution(this.progress(), { lineage: this.#options.lineage, queue: this.#options.queue });
+  }
+
+  /** The stall being reported (no progress for `stallAfterMs`), or undefined while it progresses. */
+  stall(): StallDiagnosis | undefined {
+    return this.#watch.current();
   }
 
   /** True for a message this process has settled for good. */
@@ -407,10 +483,17 @@ export class PipelineOrchestrator {
     if (seed.kind === "reseed") {
       const deliveries = runtime.deliveries;
       // Re-seeded messages keep the trace context they were first published with.
-      return publishReseed(queue, config, seed.messages, this.#options.logger.child({ executionId }), {
+      this.#seedPending = seed.messages.length;
+      await publishReseed(queue, config, seed.messages, this.#options.logger.child({ executionId }), {
         settled: (id) => deliveries.settled(id) !== undefined,
         signal: this.#abort.signal,
+        onDone: () => {
+          this.#seedPending--;
+          this.#ticks++;
+        },
       });
+      this.#seedPending = 0;
+      return;
     }
     const route = seed.kind === "init" ? config.init.route : seed.route;
     const routeConfig = config.routes[route];
@@ -447,6 +530,7 @@ export class PipelineOrchestrator {
     const trace: Record<string, string> = {};
     this.#span?.inject(trace);
     const { traceparent, ...traceHeaders } = trace;
+    this.#seedPending = messages.length;
     for (const m of messages) {
       await queue.publish(`/queue/${routeConfig.inbound.queue}`, {
         id: m.id,
@@ -455,6 +539,8 @@ export class PipelineOrchestrator {
         ...(traceparent === undefined ? {} : { traceparent }),
         ...(Object.keys(traceHeaders).length === 0 ? {} : { headers: traceHeaders }),
       });
+      this.#seedPending--;
+      this.#ticks++;
     }
   }
 
@@ -473,6 +559,7 @@ export class PipelineOrchestrator {
     let error = requestedError;
     this.#ending = true;
     const idleAt = performance.now();
+    this.#watch.stop();
     this.#gate?.close();
     this.#stopListening?.();
     clearInterval(this.#progressTimer);

@@ -77,6 +77,8 @@ export async function publishReseed(
     readonly settled?: (id: string) => boolean;
     /** The execution is ending: publish nothing more into its queues. */
     readonly signal?: AbortSignal;
+    /** Called after each message is published or skipped (progress of a long re-seed). */
+    readonly onDone?: () => void;
   } = {},
 ): Promise<void> {
   let skipped = 0;
@@ -89,6 +91,7 @@ export async function publishReseed(
     }
     if (options.settled?.(m.id) === true) {
       skipped++;
+      options.onDone?.();
       continue;
     }
     const route = config.routes[m.route];
@@ -105,6 +108,7 @@ export async function publishReseed(
       correlationId: m.correlationId,
       headers: { [RESEED_HEADER]: "1" },
     });
+    options.onDone?.();
   }
   if (skipped > 0) logger.info("re-seeding skipped messages settled meanwhile", { skipped });
 }

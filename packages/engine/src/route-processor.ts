@@ -23,6 +23,7 @@ import {
 import { type Abortable, DeliverySignal } from "./delivery-signal.js";
 import { type Admission, admitDelivery } from "./duplicate-admission.js";
 import { FatalAdapterError } from "./errors.js";
+import type { RouteActivity } from "./execution-progress.js";
 import { nowIso } from "./ids.js";
 import { errorInfoOf } from "./lineage-rows.js";
 import { publishOutputs } from "./outbound-publisher.js";
@@ -108,6 +109,10 @@ export class RouteProcessor {
   readonly #abortables = new Set<Abortable>();
   /** Trace context of deliveries parked in a batch, by message id: the leader links them (tracing only). */
   readonly #heldTraces = new Map<string, Record<string, string>>();
+  /** Deliveries in flight waiting for a slot or below the fan-out watermark (the slow path only). */
+  #waitingForSlot = 0;
+  /** Deliveries in flight whose outputs are being registered or published. */
+  #publishing = 0;
 
   constructor(runtime: ExecutionRuntime, options: RouteProcessorOptions) {
     this.name = options.name;
@@ -129,6 +134,26 @@ export class RouteProcessor {
   /** Deliveries parked in stateful batches. */
   get heldCount(): number {
     return this.counters.held;
+  }
+
+  /** Publishes of outputs done since the start: progress a stall check sees between settlements. */
+  get publishesDone(): number {
+    return this.#watermark.completed;
+  }
+
+  /** What the route is doing right now, for a stall diagnosis. */
+  activity(): RouteActivity {
+    return {
+      route: this.name,
+      queue: this.#options.route.inbound.queue,
+      inFlight: this.counters.inFlight,
+      waitingForSlot: this.#waitingForSlot,
+      publishing: this.#publishing,
+      outputsPending: this.#watermark.pending,
+      held: this.counters.held,
+      paused: this.#options.route.inbound.concurrency === 0,
+      counters: { ...this.counters },
+    };
   }
 
   async start(): Promise<void> {
@@ -440,16 +465,21 @@ export class RouteProcessor {
   /** The slow path of {@link #run}: waits for the slots it does not hold yet, and the watermark. */
   async #runAfterWaits(work: DeliveryWork): Promise<HandlerResult> {
     const signal = work.run.signal;
-    if (work.slots < 1) {
-      await this.#runtime.globalSlots.acquire(signal);
-      work.slots = 1;
+    this.#waitingForSlot++;
+    try {
+      if (work.slots < 1) {
+        await this.#runtime.globalSlots.acquire(signal);
+        work.slots = 1;
+      }
+      if (work.slots < 2) {
+        const routeSlots = this.#routeSlots;
+        if (!routeSlots.tryAcquire()) await routeSlots.acquire(signal);
+        work.slots = 2;
+      }
+      if (!this.#watermark.isBelow) await this.#watermark.whenBelow(signal);
+    } finally {
+      this.#waitingForSlot--;
     }
-    if (work.slots < 2) {
-      const routeSlots = this.#routeSlots;
-      if (!routeSlots.tryAcquire()) await routeSlots.acquire(signal);
-      work.slots = 2;
-    }
-    if (!this.#watermark.isBelow) await this.#watermark.whenBelow(signal);
     return this.#runChain(work);
   }
 
@@ -623,12 +653,17 @@ export class RouteProcessor {
       this.counters.published += published;
       return this.#settleAll(delivery, run, MessageStatus.ACKNOWLEDGED);
     }
+    this.#publishing++;
     return published.then(
       (count) => {
+        this.#publishing--;
         this.counters.published += count;
         return this.#settleAll(delivery, run, MessageStatus.ACKNOWLEDGED);
       },
-      (error: unknown) => this.#publishFailed(delivery, run, error),
+      (error: unknown) => {
+        this.#publishing--;
+        return this.#publishFailed(delivery, run, error);
+      },
     );
   }
 

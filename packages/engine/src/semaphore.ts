@@ -61,6 +61,7 @@ export class Semaphore {
  */
 export class Watermark {
   #pending = 0;
+  #completed = 0;
   readonly #waiters: Array<() => void> = [];
 
   constructor(readonly highWater: number) {}
@@ -69,11 +70,17 @@ export class Watermark {
     return this.#pending;
   }
 
+  /** Publishes done since the start (confirmed, failed or given up): a sign of progress. */
+  get completed(): number {
+    return this.#completed;
+  }
+
   add(count: number): void {
     this.#pending += count;
   }
 
   done(count = 1): void {
+    this.#completed += count;
     this.#pending = Math.max(0, this.#pending - count);
     while (this.#pending < this.highWater && this.#waiters.length > 0) this.#waiters.shift()?.();
   }

@@ -5,6 +5,7 @@ import * as v from "valibot";
 import { PagingQuery, readJson, readQuery } from "../http-input.js";
 import type { FactflowRuntime } from "../runtime.js";
 import { executionJson, inputJson, lineageJson, routeCountsJson } from "../serialize.js";
+import { stallJson } from "../stall.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody, queryParams } from "./typed-input.js";
 
@@ -64,7 +65,8 @@ export const EXECUTION_ROUTES: readonly RouteDoc[] = [
   {
     method: "get",
     path: "/executions/{id}",
-    summary: "One execution with per-route counts (its input inline up to 64 KB)",
+    summary:
+      "One execution with per-route counts (its input inline up to 64 KB) and `stall`: what it waits for when it has made no progress for stall_after_s, else null",
     tag: "executions",
     query: SnapshotQuery,
   },
@@ -172,10 +174,12 @@ export function executionRoutes(rt: FactflowRuntime) {
     .get("/executions/:id", queryParams(SnapshotQuery), async (c) => {
       const record = await mustGet(c.req.param("id"));
       const counts = await rt.lineage.countsByRoute(record.id);
+      const stall = record.status === "running" ? rt.engine.stall(record.id) : undefined;
       return c.json({
         ...executionJson(record, { snapshot: c.req.query("snapshot") === "true" }),
         ...inputJson(record),
         routes: routeCountsJson(counts),
+        stall: stall === undefined ? null : stallJson(stall),
       });
     })
     .get("/executions/:id/input", async (c) => {
