@@ -51,8 +51,10 @@ export class CompletionGate {
   /** Starts checking. Until then nothing can complete: the seed is still being published. */
   start(): void {
     this.#started = true;
+    // Not unref'd: a running execution is work the process still has to finish. When the check at the
+    // end of the last delivery saw a moment that was not quite idle (a lineage write still queued),
+    // this poll is what completes the execution; unref'd, `factflow run` could exit first.
     this.#poll = setInterval(() => this.trigger(), this.#options.pollMs ?? 250);
-    this.#poll.unref();
     this.trigger();
   }
 
