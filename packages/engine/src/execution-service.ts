@@ -16,7 +16,7 @@ import {
   TERMINAL_EVENT_TYPES,
 } from "./execution-events.js";
 import { uuidv7 } from "./ids.js";
-import type { OrchestratorManager } from "./orchestrator-manager.js";
+import type { OrchestratorManager, StartSlot } from "./orchestrator-manager.js";
 import type { ExecutionSeed } from "./pipeline-orchestrator.js";
 import { openMessageRows } from "./reseed.js";
 
@@ -66,8 +66,9 @@ export class ExecutionService {
 
   /** Freezes the config into a new execution row (status running, UUIDv7 id) and starts it. */
   async create(request: CreateExecutionRequest): Promise<ExecutionRecord> {
-    this.#manager.assertCapacity();
     this.#manager.assertInputFits(request.input);
+    // The slot is taken before the row is written: a start refused at the cap leaves no row.
+    const slot = this.#manager.reserve();
     const id = uuidv7();
     this.#startingHere.add(id);
     try {
@@ -78,9 +79,14 @@ export class ExecutionService {
         configSnapshot: request.config,
         input: request.input ?? null,
       });
-      await this.#start(record, { kind: "init", ...(request.input == null ? {} : { input: request.input }) });
+      const seed: ExecutionSeed = {
+        kind: "init",
+        ...(request.input == null ? {} : { input: request.input }),
+      };
+      await this.#start(record, seed, slot);
       return record;
     } finally {
+      slot.release();
       this.#startingHere.delete(id);
     }
   }
@@ -125,7 +131,7 @@ export class ExecutionService {
         `[factflow/engine] execution ${parentId} recorded no inputs for route "${request.fromRoute}"${request.messageIds ? " with those message ids" : ""}; nothing to replay`,
       );
     }
-    this.#manager.assertCapacity();
+    const slot = this.#manager.reserve();
     const id = uuidv7();
     this.#startingHere.add(id);
     try {
@@ -138,9 +144,10 @@ export class ExecutionService {
         parentExecutionId: parentId,
         replayFromRoute: request.fromRoute,
       });
-      await this.#start(record, { kind: "inputs", route: request.fromRoute, inputs });
+      await this.#start(record, { kind: "inputs", route: request.fromRoute, inputs }, slot);
       return record;
     } finally {
+      slot.release();
       this.#startingHere.delete(id);
     }
   }
@@ -158,16 +165,20 @@ export class ExecutionService {
     if (record.status !== "running")
       throw new ExecutionNotFoundError(executionId, `is ${record.status}, not running`);
     if (this.#manager.get(executionId) !== undefined || this.#startingHere.has(executionId)) return record;
+    // Taken before the stale rows are closed: a resume refused at the cap changes nothing, and
+    // the execution stays `running`, to be resumed once a slot is free.
+    const slot = this.#manager.reserve();
     this.#startingHere.add(executionId);
     try {
-      await this.#resumeHere(record);
+      await this.#resumeHere(record, slot);
     } finally {
+      slot.release();
       this.#startingHere.delete(executionId);
     }
     return record;
   }
 
-  async #resumeHere(record: ExecutionRecord): Promise<void> {
+  async #resumeHere(record: ExecutionRecord, slot: StartSlot): Promise<void> {
     const executionId = record.id;
     await this.#abandonOpenAdapterRows(executionId);
     const { messages, missing } = await openMessageRows(this.#lineage, executionId);
@@ -181,7 +192,7 @@ export class ExecutionService {
       this.#logger.info(`re-publishing ${messages.length} open messages of a resumed execution`, {
         executionId,
       });
-    await this.#start(record, messages.length === 0 ? { kind: "none" } : { kind: "reseed", messages });
+    await this.#start(record, messages.length === 0 ? { kind: "none" } : { kind: "reseed", messages }, slot);
   }
 
   /**
@@ -352,7 +363,7 @@ export class ExecutionService {
     return (await this.get(executionId)).status;
   }
 
-  async #start(record: ExecutionRecord, seed: ExecutionSeed): Promise<void> {
+  async #start(record: ExecutionRecord, seed: ExecutionSeed, slot: StartSlot): Promise<void> {
     const emit = (type: Parameters<ExecutionEventHub["emit"]>[1], data: Record<string, JsonValue>) =>
       this.hub.emit(record.id, type, data);
     emit("started", {
@@ -367,9 +378,11 @@ export class ExecutionService {
         config: record.configSnapshot,
         seed,
         emit,
+        slot,
       });
     } catch (error) {
-      // The orchestrator marks its own start failures; a refused start (cap) is marked here.
+      // The orchestrator marks its own start failures; one refused before it exists (the engine
+      // shut down while the row was written) is marked here.
       if (!this.hub.isEnded(record.id)) {
         const message = (error as Error).message;
         await this.#executions.finishExecution(record.id, "failed", { error: message }).catch(() => false);
