@@ -47,6 +47,8 @@ export class ExecutionService {
   readonly #executions: ExecutionStoreProtocol;
   readonly #lineage: LineageProtocol;
   readonly #logger: Logger;
+  /** Recorded as the owner of the executions created here (see `EngineOptions.nodeId`). */
+  readonly #owner: { ownerNode?: string };
   /** Executions this process is creating, replaying or resuming right now: never joined meanwhile. */
   readonly #startingHere = new Set<string>();
 
@@ -56,11 +58,13 @@ export class ExecutionService {
     lineage: LineageProtocol;
     logger: Logger;
     hub?: ExecutionEventHub;
+    nodeId?: string;
   }) {
     this.#manager = options.manager;
     this.#executions = options.executions;
     this.#lineage = options.lineage;
     this.#logger = options.logger;
+    this.#owner = options.nodeId === undefined ? {} : { ownerNode: options.nodeId };
     this.hub = options.hub ?? new ExecutionEventHub();
   }
 
@@ -78,6 +82,7 @@ export class ExecutionService {
         configVersion: request.configVersion ?? request.config.version ?? null,
         configSnapshot: request.config,
         input: request.input ?? null,
+        ...this.#owner,
       });
       const seed: ExecutionSeed = {
         kind: "init",
@@ -143,6 +148,7 @@ export class ExecutionService {
         input: null,
         parentExecutionId: parentId,
         replayFromRoute: request.fromRoute,
+        ...this.#owner,
       });
       await this.#start(record, { kind: "inputs", route: request.fromRoute, inputs }, slot);
       return record;
