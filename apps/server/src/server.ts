@@ -71,14 +71,12 @@ export async function startServer(
   });
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  logger.info("factflow server listening", { url, provider: runtime.provider.name });
 
   // Nobody else consumes an embedded provider's queues: what it left running, this server resumes.
   const orphans =
     options.resumeRunning !== false && settings.provider === "embedded"
       ? new OrphanResumer(runtime, logger)
       : undefined;
-  void orphans?.start();
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -108,6 +106,10 @@ export async function startServer(
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);
   }
+  // Only now: whoever waits for this line may signal at once, and a signal that comes before its
+  // handler is installed ends the process without closing anything.
+  logger.info("factflow server listening", { url, provider: runtime.provider.name });
+  void orphans?.start();
   return { url, port: address.port, runtime, close };
 }
 
