@@ -4,7 +4,7 @@ import { crossSiteGuard } from "./guards/cross-site-guard.js";
 import { hostGuard } from "./guards/host-guard.js";
 import { requestTextGuard } from "./guards/request-text-guard.js";
 import { tokenGuard } from "./guards/token-guard.js";
-import { errorHandler, HttpProblem } from "./http-errors.js";
+import { errorHandler, HttpProblem, retryAfter } from "./http-errors.js";
 import { openApiDocument } from "./openapi.js";
 import { configRoutes } from "./routes/configs.js";
 import { executionRoutes } from "./routes/executions.js";
@@ -79,7 +79,7 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}) {
         }),
     ]);
     const ready = Object.values(checks).every((v) => v === "ok");
-    if (!ready) return c.json({ status: "not_ready", checks }, 503);
+    if (!ready) return c.json({ status: "not_ready", checks }, 503, retryAfter());
     // Ready, but say so when the provider worked around damage (e.g. unreadable journal records).
     const problems = rt.provider.health?.().problems ?? [];
     if (problems.length > 0) return c.json({ status: "degraded", checks, problems }, 200);

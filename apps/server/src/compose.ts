@@ -27,6 +27,7 @@ import { moduleAccessOf } from "./config-validator.js";
 import { connectOnFirstUse } from "./lazy-provider.js";
 import { meterProvider } from "./metered-provider.js";
 import { FactflowMetrics } from "./metrics.js";
+import { ProcessLease, processNodeId } from "./process-lease.js";
 import { createProvider } from "./provider-factory.js";
 import { QueueJanitor } from "./queue-janitor.js";
 import { RetentionJob } from "./retention.js";
@@ -102,8 +103,17 @@ export interface ComposeOptions {
   readonly onExecutionStalled?: (record: ExecutionRecord, diagnosis: StallDiagnosis) => void;
 }
 
-/** Lease of a cluster node without a heartbeat; env `FACTFLOW_CLUSTER_LEASE_MS` changes it. */
+/**
+ * How long a process's lease (a cluster node's, or any other's) lasts without a heartbeat; env
+ * `FACTFLOW_CLUSTER_LEASE_MS` changes it.
+ */
 const DEFAULT_LEASE_MS = 10_000;
+
+function leaseMsOf(env: NodeJS.ProcessEnv): number {
+  const lease = Number(env.FACTFLOW_CLUSTER_LEASE_MS);
+  return Number.isInteger(lease) && lease >= 1000 ? lease : DEFAULT_LEASE_MS;
+}
+
 /** In cluster mode lost lineage writes are reconciled late: a takeover re-publishes first. */
 const CLUSTER_RECONCILE_AFTER_MS = 120_000;
 
@@ -119,12 +129,11 @@ function clusterSettings(
   if (mode === "off" || env.FACTFLOW_CLUSTER === "off") return undefined;
   const shared = providerName !== "embedded" && settings.lineage === "database" && settings.database_url;
   if (!shared || !(executions instanceof ExecutionStore)) return undefined;
-  const lease = Number(env.FACTFLOW_CLUSTER_LEASE_MS);
   const cap = Number(env.FACTFLOW_CLUSTER_MAX_RUNNING);
   executions.limitRunning(Number.isInteger(cap) && cap >= 1 ? cap : undefined);
   return {
     nodeId: env.FACTFLOW_NODE_ID || `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
-    leaseMs: Number.isInteger(lease) && lease >= 1000 ? lease : DEFAULT_LEASE_MS,
+    leaseMs: leaseMsOf(env),
     store: executions.cluster(),
   };
 }
@@ -234,6 +243,20 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     const tracing = ownTracing ?? (options.tracing === false ? undefined : options.tracing);
     if (ownTracing !== undefined) logger.info("OpenTelemetry tracing is on (OTEL_* variables)");
     const cluster = clusterSettings(settings, options, rawProvider.name, db.executions);
+    // Leases and owners live in the database (none with `lineage: memory`: nothing is shared).
+    const leaseStore = db.executions instanceof ExecutionStore ? db.executions.cluster() : undefined;
+    // Outside a cluster, a lease of its own: other processes on this database leave its executions be.
+    const lease =
+      cluster === undefined && leaseStore !== undefined
+        ? new ProcessLease({
+            store: leaseStore,
+            nodeId: await processNodeId(settings.data_dir),
+            leaseMs: leaseMsOf(process.env),
+            logger,
+          })
+        : undefined;
+    if (lease !== undefined) closers.unshift(() => lease.stop());
+    const owner = cluster ?? lease;
     const engine: Engine = createEngine({
       queue: provider,
       lineage: db.lineage,
@@ -258,6 +281,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       // Named queue definitions (PUT /api/v1/queues/{name}/definition).
       queueDefinitions: queueDefinitions.store,
       ...(cluster === undefined ? {} : { cluster, reconcileAfterMs: CLUSTER_RECONCILE_AFTER_MS }),
+      ...(owner === undefined ? {} : { nodeId: owner.nodeId }),
       ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
       ...(tracing === undefined ? {} : { tracer: tracing.tracer }),
     });
@@ -270,16 +294,6 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         leaseMs: cluster?.leaseMs,
       });
     }
-    /** Records this server as the owner of an execution it just created (cluster mode). */
-    const own = async (record: ExecutionRecord) => {
-      await engine.cluster?.own(record.id).catch((error: Error) =>
-        logger.warn("could not record the owner of an execution", {
-          executionId: record.id,
-          error: error.message,
-        }),
-      );
-      return record;
-    };
     const parseConfig = (source: string, path: string) =>
       loadPipelineConfig(source, {
         path,
@@ -351,22 +365,34 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     });
     if (options.scheduleRetention !== false) retention.start();
 
+    // The lease is taken before the first execution row names this process as its owner.
+    const leased = async () => {
+      await lease?.start();
+    };
     const facade: EngineFacade = {
-      create: (request) =>
-        engine.service
-          .create({
-            config: request.config,
-            configName: request.configName,
-            configVersion: request.configVersion,
-            input: request.input,
-          })
-          .then(own),
+      create: async (request) => {
+        await leased();
+        return engine.service.create({
+          config: request.config,
+          configName: request.configName,
+          configVersion: request.configVersion,
+          input: request.input,
+        });
+      },
       cancel: async (id) => {
         await engine.service.cancel(id);
         return engine.service.get(id);
       },
-      resume: (id) => engine.service.resume(id),
-      replay: (id, request) => engine.service.replay(id, request).then(own),
+      // Asked for by name: it runs here from now on, whoever owned it.
+      resume: async (id) => {
+        await leased();
+        if (owner !== undefined) await leaseStore?.setExecutionOwner(id, owner.nodeId);
+        return engine.service.resume(id);
+      },
+      replay: async (id, request) => {
+        await leased();
+        return engine.service.replay(id, request);
+      },
       async *events(id, { afterId, signal }) {
         for await (const event of engine.service.events(id, { afterId, signal })) {
           yield { id: event.id, type: event.type, data: { ...event.data, at: event.at } };
@@ -405,6 +431,18 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       retention,
       queueCleanup: janitor,
       queueDefinitions: queueDefinitions.store,
+      ...(owner === undefined || leaseStore === undefined
+        ? {}
+        : {
+            ownership: {
+              nodeId: owner.nodeId,
+              leaseMs: owner.leaseMs,
+              claim: async (executionId: string) => {
+                await leased();
+                return leaseStore.claimExecution(executionId, owner.nodeId);
+              },
+            },
+          }),
       parseConfig,
       close() {
         // Every step is bounded: a step that never settles (a database pool waiting on a query that

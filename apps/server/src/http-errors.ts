@@ -1,7 +1,14 @@
+import { isDatabaseUnavailable } from "@factflow/lineage";
 import { ConfigError, FactflowError, isFactflowError, ProviderError } from "@factflow/protocols";
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/**
+ * `Retry-After` (seconds) of every 503 (the database or the broker cannot be reached): long enough
+ * not to hammer a service that is restarting, short enough that clients notice it is back.
+ */
+const RETRY_AFTER_SECONDS = 5;
 
 /** The one error body every route returns. */
 export interface ErrorBody {
@@ -71,8 +78,34 @@ function providerStatus(error: ProviderError): ContentfulStatusCode {
   }
 }
 
+/** The header every 503 carries. */
+export function retryAfter(): Record<string, string> {
+  return { "Retry-After": String(RETRY_AFTER_SECONDS) };
+}
+
+/** An error answer: status, the one body, and headers it needs (`Retry-After`). */
+export interface HttpErrorAnswer {
+  status: ContentfulStatusCode;
+  body: ErrorBody;
+  headers?: Record<string, string>;
+}
+
 /** Maps any thrown value to a status and the one error body. The only place statuses are chosen. */
-export function toHttpError(error: unknown): { status: ContentfulStatusCode; body: ErrorBody } {
+export function toHttpError(error: unknown): HttpErrorAnswer {
+  // Whichever call hit it (a read, a create, a cancel), a database that cannot be reached right now
+  // is the server's temporary state, not a fault in the request or the server: 503, retry later.
+  if (isDatabaseUnavailable(error)) {
+    return {
+      status: 503,
+      headers: retryAfter(),
+      body: {
+        error: {
+          code: "database_unavailable",
+          message: `[factflow/server] the database cannot be reached right now; retry in ${RETRY_AFTER_SECONDS} s (GET /readyz answers 200 once it is back)`,
+        },
+      },
+    };
+  }
   if (error instanceof HttpProblem) {
     const body: ErrorBody = { error: { code: error.code, message: error.message } };
     if (error.issues !== undefined) body.error.issues = error.issues;
@@ -90,7 +123,7 @@ export function toHttpError(error: unknown): { status: ContentfulStatusCode; bod
         : (STATUS_BY_CODE[error.code] ?? 500);
     const body: ErrorBody = { error: { code: error.code, message: error.message } };
     if (error instanceof ConfigError) body.error.issues = error.issues;
-    return { status, body };
+    return status === 503 ? { status, body, headers: retryAfter() } : { status, body };
   }
   return {
     status: 500,
@@ -106,7 +139,7 @@ export function toHttpError(error: unknown): { status: ContentfulStatusCode; bod
 /** Hono `onError` handler: logs server faults, answers with the one error shape. */
 export function errorHandler(log: (message: string, fields: Record<string, unknown>) => void) {
   return (error: Error, c: Context) => {
-    const { status, body } = toHttpError(error);
+    const { status, body, headers } = toHttpError(error);
     if (status >= 500)
       log("request failed", {
         method: c.req.method,
@@ -114,6 +147,6 @@ export function errorHandler(log: (message: string, fields: Record<string, unkno
         error: error.message,
         stack: error.stack,
       });
-    return c.json(body, status);
+    return c.json(body, status, headers);
   };
 }

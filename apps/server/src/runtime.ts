@@ -55,6 +55,22 @@ export interface EngineFacade {
   shutdown(): Promise<void>;
 }
 
+/**
+ * This process's lease on the database (docs/deployment.md): executions it creates, replays or
+ * resumes are recorded as its own, and no other process resumes them while the lease is live.
+ */
+export interface ProcessOwnership {
+  /** The lease's id in `factflow_nodes`, recorded as `owner_node`. */
+  readonly nodeId: string;
+  /** How long the lease lasts without renewal, in ms. */
+  readonly leaseMs: number;
+  /**
+   * Makes this process the owner of a running execution unless a live process holds it; `owner`
+   * says who holds it now (null when it is no longer running).
+   */
+  claim(executionId: string): Promise<{ claimed: boolean; owner: string | null }>;
+}
+
 /** Everything composed from settings; the HTTP app and the CLI use only this. */
 export interface FactflowRuntime {
   readonly settings: Settings;
@@ -74,6 +90,8 @@ export interface FactflowRuntime {
    * elsewhere, as some tests do) the routes use the file store of `settings.data_dir`.
    */
   readonly queueDefinitions?: QueueDefinitionStore;
+  /** Absent when nothing is shared with other processes (`lineage: memory`). */
+  readonly ownership?: ProcessOwnership;
   /** Validates YAML (schema, adapters, `adapter_modules`) as the engine will run it. */
   parseConfig(source: string, path: string): Promise<PipelineConfig>;
   /** Stops executions, then closes provider and database. Idempotent. */

@@ -6,6 +6,7 @@ import { createApp } from "./app.js";
 import { composeRuntime } from "./compose.js";
 import { isLoopbackHost } from "./guards/host-guard.js";
 import { createLogger } from "./logger.js";
+import { OrphanResumer } from "./orphan-resume.js";
 import type { FactflowRuntime } from "./runtime.js";
 import { redactSettings, type Settings } from "./settings.js";
 import { traceRequests } from "./trace-requests.js";
@@ -23,7 +24,10 @@ export interface StartServerOptions {
   readonly logger?: Logger;
   /** Install SIGINT/SIGTERM handlers that close the server. @default false */
   readonly handleSignals?: boolean;
-  /** Resume executions left `running` (embedded provider only: nobody else can be running them). @default true */
+  /**
+   * Resume executions left `running` whose owner is gone, leaving those of a live process to it
+   * (embedded provider only: nobody else consumes its queues). @default true
+   */
   readonly resumeRunning?: boolean;
   /** Passed to the engine. */
   readonly progressIntervalMs?: number;
@@ -67,11 +71,12 @@ export async function startServer(
   });
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  logger.info("factflow server listening", { url, provider: runtime.provider.name });
 
-  if (options.resumeRunning !== false && settings.provider === "embedded") {
-    void resumeOrphans(runtime, logger);
-  }
+  // Nobody else consumes an embedded provider's queues: what it left running, this server resumes.
+  const orphans =
+    options.resumeRunning !== false && settings.provider === "embedded"
+      ? new OrphanResumer(runtime, logger)
+      : undefined;
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -80,6 +85,7 @@ export async function startServer(
       logger.info("shutting down: refusing new connections, stopping executions");
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      await orphans?.stop();
       await runtime.close();
       // SSE streams of executions that will resume elsewhere never end by themselves.
       server.closeAllConnections();
@@ -100,6 +106,10 @@ export async function startServer(
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);
   }
+  // Only now: whoever waits for this line may signal at once, and a signal that comes before its
+  // handler is installed ends the process without closing anything.
+  logger.info("factflow server listening", { url, provider: runtime.provider.name });
+  void orphans?.start();
   return { url, port: address.port, runtime, close };
 }
 
@@ -120,23 +130,4 @@ function assertExposureIsProtected(settings: Settings, logger: Logger): void {
     `[factflow/server] refusing to listen on ${settings.host} without an API token: anyone who reaches it could run pipelines. ` +
       "Set FACTFLOW_API_TOKEN (16+ characters, e.g. `openssl rand -hex 24`), bind to 127.0.0.1, or set FACTFLOW_INSECURE=1 to accept the risk",
   );
-}
-
-async function resumeOrphans(runtime: FactflowRuntime, logger: Logger): Promise<void> {
-  try {
-    const { items } = await runtime.executions.listExecutions({ status: "running", limit: 500 });
-    for (const record of items) {
-      try {
-        await runtime.engine.resume(record.id);
-        logger.info("resumed execution left running", { executionId: record.id });
-      } catch (error) {
-        logger.warn("could not resume execution", {
-          executionId: record.id,
-          error: (error as Error).message,
-        });
-      }
-    }
-  } catch (error) {
-    logger.warn("could not list executions to resume", { error: (error as Error).message });
-  }
 }

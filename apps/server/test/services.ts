@@ -50,3 +50,35 @@ export async function unreachable(what: string, urls: readonly string[]): Promis
   console.warn(`[server] skipping ${what}: ${reason}`);
   return reason;
 }
+
+/**
+ * A database of the test's own on the machine's PostgreSQL (`prefix` plus a unique suffix): its URL
+ * and name, `admin` to run a statement on the maintenance database (e.g. `pg_terminate_backend` of
+ * the test database's sessions) from a connection of the test's own, and `drop`.
+ */
+export async function createTestDatabase(prefix: string): Promise<{
+  url: string;
+  name: string;
+  admin(statement: string): Promise<void>;
+  drop(): Promise<void>;
+}> {
+  const name = `${prefix}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const url = new URL(DATABASE_URL);
+  url.pathname = `/${name}`;
+  const run = async (on: string, statement: string) => {
+    const { connectPostgres } = await import("@factflow/lineage");
+    const handles = await connectPostgres(on, { poolSize: 1, lineagePoolSize: 1, writerPoolSize: 1 });
+    try {
+      await handles.writer.execute(statement, []);
+    } finally {
+      await handles.close();
+    }
+  };
+  await run(DATABASE_URL, `create database "${name}"`);
+  return {
+    url: url.toString(),
+    name,
+    admin: (statement) => run(DATABASE_URL, statement),
+    drop: () => run(DATABASE_URL, `drop database if exists "${name}" with (force)`),
+  };
+}

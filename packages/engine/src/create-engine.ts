@@ -86,6 +86,12 @@ export interface EngineOptions {
    * @default single process
    */
   readonly cluster?: ClusterOptions;
+  /**
+   * This process's lease on the database, recorded as the owner of each execution it creates or
+   * replays, so no other process resumes one while the lease is live (docs/deployment.md).
+   * @default `cluster.nodeId` in a cluster; else no owner is recorded
+   */
+  readonly nodeId?: string;
 }
 
 export interface Engine {
@@ -128,11 +134,13 @@ export function createEngine(options: EngineOptions): Engine {
     // Other servers consume the same executions: progress there is invisible to this one.
     ...(options.cluster === undefined ? {} : { shared: true }),
   });
+  const nodeId = options.nodeId ?? options.cluster?.nodeId;
   const service = new ExecutionService({
     manager,
     executions: options.executions,
     lineage: options.lineage,
     logger,
+    ...(nodeId === undefined ? {} : { nodeId }),
   });
   const cluster =
     options.cluster === undefined

@@ -17,7 +17,7 @@ import {
 } from "./execution-events.js";
 import type { ExecutionProgress } from "./execution-progress.js";
 import { uuidv7 } from "./ids.js";
-import type { OrchestratorManager } from "./orchestrator-manager.js";
+import type { OrchestratorManager, StartSlot } from "./orchestrator-manager.js";
 import type { ExecutionSeed } from "./pipeline-orchestrator.js";
 import { openMessageRows } from "./reseed.js";
 import type { StallDiagnosis } from "./stall-diagnosis.js";
@@ -49,6 +49,8 @@ export class ExecutionService {
   readonly #executions: ExecutionStoreProtocol;
   readonly #lineage: LineageProtocol;
   readonly #logger: Logger;
+  /** Recorded as the owner of the executions created here (see `EngineOptions.nodeId`). */
+  readonly #owner: { ownerNode?: string };
   /** Executions this process is creating, replaying or resuming right now: never joined meanwhile. */
   readonly #startingHere = new Set<string>();
 
@@ -58,18 +60,21 @@ export class ExecutionService {
     lineage: LineageProtocol;
     logger: Logger;
     hub?: ExecutionEventHub;
+    nodeId?: string;
   }) {
     this.#manager = options.manager;
     this.#executions = options.executions;
     this.#lineage = options.lineage;
     this.#logger = options.logger;
+    this.#owner = options.nodeId === undefined ? {} : { ownerNode: options.nodeId };
     this.hub = options.hub ?? new ExecutionEventHub();
   }
 
   /** Freezes the config into a new execution row (status running, UUIDv7 id) and starts it. */
   async create(request: CreateExecutionRequest): Promise<ExecutionRecord> {
-    this.#manager.assertCapacity();
     this.#manager.assertInputFits(request.input);
+    // The slot is taken before the row is written: a start refused at the cap leaves no row.
+    const slot = this.#manager.reserve();
     const id = uuidv7();
     this.#startingHere.add(id);
     try {
@@ -79,10 +84,16 @@ export class ExecutionService {
         configVersion: request.configVersion ?? request.config.version ?? null,
         configSnapshot: request.config,
         input: request.input ?? null,
+        ...this.#owner,
       });
-      await this.#start(record, { kind: "init", ...(request.input == null ? {} : { input: request.input }) });
+      const seed: ExecutionSeed = {
+        kind: "init",
+        ...(request.input == null ? {} : { input: request.input }),
+      };
+      await this.#start(record, seed, slot);
       return record;
     } finally {
+      slot.release();
       this.#startingHere.delete(id);
     }
   }
@@ -127,7 +138,7 @@ export class ExecutionService {
         `[factflow/engine] execution ${parentId} recorded no inputs for route "${request.fromRoute}"${request.messageIds ? " with those message ids" : ""}; nothing to replay`,
       );
     }
-    this.#manager.assertCapacity();
+    const slot = this.#manager.reserve();
     const id = uuidv7();
     this.#startingHere.add(id);
     try {
@@ -139,10 +150,12 @@ export class ExecutionService {
         input: null,
         parentExecutionId: parentId,
         replayFromRoute: request.fromRoute,
+        ...this.#owner,
       });
-      await this.#start(record, { kind: "inputs", route: request.fromRoute, inputs });
+      await this.#start(record, { kind: "inputs", route: request.fromRoute, inputs }, slot);
       return record;
     } finally {
+      slot.release();
       this.#startingHere.delete(id);
     }
   }
@@ -160,16 +173,20 @@ export class ExecutionService {
     if (record.status !== "running")
       throw new ExecutionNotFoundError(executionId, `is ${record.status}, not running`);
     if (this.#manager.get(executionId) !== undefined || this.#startingHere.has(executionId)) return record;
+    // Taken before the stale rows are closed: a resume refused at the cap changes nothing, and
+    // the execution stays `running`, to be resumed once a slot is free.
+    const slot = this.#manager.reserve();
     this.#startingHere.add(executionId);
     try {
-      await this.#resumeHere(record);
+      await this.#resumeHere(record, slot);
     } finally {
+      slot.release();
       this.#startingHere.delete(executionId);
     }
     return record;
   }
 
-  async #resumeHere(record: ExecutionRecord): Promise<void> {
+  async #resumeHere(record: ExecutionRecord, slot: StartSlot): Promise<void> {
     const executionId = record.id;
     await this.#abandonOpenAdapterRows(executionId);
     const { messages, missing } = await openMessageRows(this.#lineage, executionId);
@@ -183,7 +200,7 @@ export class ExecutionService {
       this.#logger.info(`re-publishing ${messages.length} open messages of a resumed execution`, {
         executionId,
       });
-    await this.#start(record, messages.length === 0 ? { kind: "none" } : { kind: "reseed", messages });
+    await this.#start(record, messages.length === 0 ? { kind: "none" } : { kind: "reseed", messages }, slot);
   }
 
   /**
@@ -379,7 +396,7 @@ export class ExecutionService {
     return (await this.get(executionId)).status;
   }
 
-  async #start(record: ExecutionRecord, seed: ExecutionSeed): Promise<void> {
+  async #start(record: ExecutionRecord, seed: ExecutionSeed, slot: StartSlot): Promise<void> {
     const emit = (type: Parameters<ExecutionEventHub["emit"]>[1], data: Record<string, JsonValue>) =>
       this.hub.emit(record.id, type, data);
     emit("started", {
@@ -394,9 +411,11 @@ export class ExecutionService {
         config: record.configSnapshot,
         seed,
         emit,
+        slot,
       });
     } catch (error) {
-      // The orchestrator marks its own start failures; a refused start (cap) is marked here.
+      // The orchestrator marks its own start failures; one refused before it exists (the engine
+      // shut down while the row was written) is marked here.
       if (!this.hub.isEnded(record.id)) {
         const message = (error as Error).message;
         await this.#executions.finishExecution(record.id, "failed", { error: message }).catch(() => false);

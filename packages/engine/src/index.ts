@@ -25,7 +25,7 @@ export { canonicalJson, hashJson, uuidv7 } from "./ids.js";
 export type { LoadPipelineConfigOptions } from "./load-pipeline-config.js";
 export { DEFAULT_MAX_CONFIG_BYTES, loadPipelineConfig } from "./load-pipeline-config.js";
 export { checkModule, type ModuleAccess, type ModuleCheck, NO_MODULE_ACCESS } from "./module-access.js";
-export type { OrchestratorManagerOptions, StartRequest } from "./orchestrator-manager.js";
+export type { OrchestratorManagerOptions, StartRequest, StartSlot } from "./orchestrator-manager.js";
 export { OrchestratorManager } from "./orchestrator-manager.js";
 export type {
   ExecutionSeed,

@@ -42,12 +42,20 @@ export interface StartRequest {
    * seed, does not count against `maxConcurrent`, and a failed join leaves the execution running.
    */
   readonly participant?: boolean;
+  /** A slot taken by `reserve` for this start; without one, `start` takes a slot itself. */
+  readonly slot?: StartSlot;
+}
+
+/** One of the `maxConcurrent` slots, taken by `OrchestratorManager.reserve`. */
+export interface StartSlot {
+  /** Gives the slot back unless `start` turned it into a running execution. Idempotent. */
+  release(): void;
 }
 
 /**
  * Keeps the running orchestrators of this process and caps them at `maxConcurrent`; over the cap
- * `start` throws `TooManyConcurrentExecutionsError`. A slot is reserved synchronously, so concurrent
- * starts cannot overshoot.
+ * `reserve` (and `start` without a slot) throws `TooManyConcurrentExecutionsError`. A slot is taken
+ * synchronously, so concurrent starts cannot overshoot.
  */
 export class OrchestratorManager {
   readonly maxConcurrent: number;
@@ -67,14 +75,37 @@ export class OrchestratorManager {
 
   /** Throws `TooManyConcurrentExecutionsError` when no slot is free. */
   assertCapacity(): void {
+    this.#assertOpen();
+    if (this.#running.size - this.#participants.size + this.#reserved >= this.maxConcurrent)
+      throw new TooManyConcurrentExecutionsError(this.maxConcurrent);
+  }
+
+  /**
+   * Takes a slot now or throws `TooManyConcurrentExecutionsError`. Take it before writing anything
+   * for a start (the execution row, closing a resumed execution's stale rows), so a refused start
+   * leaves nothing behind; then hand it to `start`, and `release` it in any case once `start` has
+   * returned or thrown, or when the start is given up before it.
+   */
+  reserve(): StartSlot {
+    this.assertCapacity();
+    this.#reserved++;
+    let held = true;
+    return {
+      release: () => {
+        if (!held) return;
+        held = false;
+        this.#reserved--;
+      },
+    };
+  }
+
+  #assertOpen(): void {
     if (this.#closed) {
       throw new PipelineError(
         "cancelled",
         "[factflow/engine] the engine is shut down; no new execution can start",
       );
     }
-    if (this.#running.size - this.#participants.size + this.#reserved >= this.maxConcurrent)
-      throw new TooManyConcurrentExecutionsError(this.maxConcurrent);
   }
 
   /**
@@ -112,36 +143,50 @@ export class OrchestratorManager {
         `[factflow/engine] execution ${request.executionId} already runs in this process`,
       );
     }
+    let slot: StartSlot | undefined;
     if (participant) {
       if (this.#closed)
         throw new PipelineError("cancelled", "[factflow/engine] the engine is shut down; not joining");
+    } else if (request.slot === undefined) {
+      slot = this.reserve();
     } else {
-      this.assertCapacity();
+      // The slot was taken while the caller wrote the row; the engine may have shut down since.
+      this.#assertOpen();
+      slot = request.slot;
     }
-    this.#reserved += participant ? 0 : 1;
+    const onStalled = this.#services.hooks?.onExecutionStalled;
+    let orchestrator: PipelineOrchestrator;
+    try {
+      orchestrator = new PipelineOrchestrator({
+        ...this.#services,
+        executionId: request.executionId,
+        config: request.config,
+        seed: request.seed,
+        emit: request.emit,
+        ...(participant ? { participant: true } : {}),
+        ...(this.#services.progressIntervalMs === undefined
+          ? {}
+          : { progressIntervalMs: this.#services.progressIntervalMs }),
+        ...(onStalled === undefined
+          ? {}
+          : {
+              onStall: (diagnosis) =>
+                void callHook(
+                  this.#services.logger,
+                  "onExecutionStalled",
+                  request.record.id,
+                  () => onStalled(request.record, diagnosis),
+                ),
+            }),
+      });
+      this.#running.set(request.executionId, orchestrator);
+      if (participant) this.#participants.add(request.executionId);
+    } finally {
+      // The running map counts it now (or it never started): the slot has served.
+      slot?.release();
+    }
     const { hooks, logger } = this.#services;
     const { record } = request;
-    const onStalled = hooks?.onExecutionStalled;
-    const orchestrator = new PipelineOrchestrator({
-      ...this.#services,
-      executionId: request.executionId,
-      config: request.config,
-      seed: request.seed,
-      emit: request.emit,
-      ...(participant ? { participant: true } : {}),
-      ...(this.#services.progressIntervalMs === undefined
-        ? {}
-        : { progressIntervalMs: this.#services.progressIntervalMs }),
-      ...(onStalled === undefined
-        ? {}
-        : {
-            onStall: (diagnosis) =>
-              void callHook(logger, "onExecutionStalled", record.id, () => onStalled(record, diagnosis)),
-          }),
-    });
-    this.#running.set(request.executionId, orchestrator);
-    if (participant) this.#participants.add(request.executionId);
-    else this.#reserved--;
     const ended = orchestrator.done.then(async (end) => {
       // Only this orchestrator's entry: a later join of the same execution may have replaced it.
       if (this.#running.get(request.executionId) === orchestrator) {

@@ -145,6 +145,38 @@ describe("OrchestratorManager and ExecutionService", () => {
     expect(events.at(-1)?.type).toBe("cancelled");
   });
 
+  it("writes nothing for a start refused at the cap: concurrent creates, and a resume, leave no row behind", async () => {
+    blocks.released = false;
+    const config = await loadPipelineConfig(
+      `name: hold\ninit: { route: r }\nroutes:\n  r:\n    inbound: { queue: r.in }\n    adapters: [{ type: block }]\n`,
+      { registry: h.engine.registry },
+    );
+    const before = (await h.db.executions.listExecutions({ limit: 500 })).total;
+    const left = await h.db.executions.createExecution({
+      id: uuidv7(),
+      configName: "hold",
+      configVersion: null,
+      configSnapshot: config,
+      input: null,
+    });
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 8 }, () => h.engine.service.create({ config })),
+    );
+    const created = outcomes.flatMap((o) => (o.status === "fulfilled" ? [o.value.id] : []));
+    const refused = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason] : []));
+    expect(created).toHaveLength(2);
+    expect(refused).toHaveLength(6);
+    for (const error of refused) expect(error).toBeInstanceOf(TooManyConcurrentExecutionsError);
+    await expect(h.engine.service.resume(left.id)).rejects.toBeInstanceOf(TooManyConcurrentExecutionsError);
+    const after = await h.db.executions.listExecutions({ limit: 500 });
+    expect(after.total).toBe(before + 3);
+    expect(after.items.filter((r) => r.status === "failed" && r.createdAt >= left.createdAt)).toEqual([]);
+    expect((await h.engine.service.get(left.id)).status).toBe("running");
+    for (const id of created) await h.engine.service.cancel(id);
+    await h.engine.service.cancel(left.id);
+    expect(h.engine.manager.active()).toEqual([]);
+  });
+
   it("replays a segment from a route's recorded inputs, all or selected, as a linked execution", async () => {
     const config = await loadPipelineConfig(TWO_STEP, { registry: h.engine.registry });
     const parent = await h.engine.service.create({ config, input: { tag: "P", items: [1, 2, 3] } });

@@ -2,9 +2,10 @@ import { type Kysely, sql } from "kysely";
 import type { LineageDatabaseSchema } from "./schema.js";
 
 /**
- * What several servers sharing one PostgreSQL coordinate through (docs/deployment.md): a lease per
- * server in `factflow_nodes`, renewed by its heartbeat, and the owner of each execution. Time is the
- * database's own `now()`, so the servers' clocks never have to agree.
+ * What the processes sharing one database coordinate through (docs/deployment.md): a lease per
+ * process in `factflow_nodes` (a server of a cluster, or any process running executions), renewed
+ * by its heartbeat, and the owner of each execution. Time is the database's own `now()`, so the
+ * processes' clocks never have to agree.
  */
 interface ClusterStoreProtocol {
   /** Creates or renews this server's lease for `leaseMs` from now. */
@@ -22,6 +23,15 @@ interface ClusterStoreProtocol {
   setExecutionOwner(executionId: string, nodeId: string): Promise<void>;
   /** Ids of every execution whose row says `running`, oldest first. */
   runningExecutionIds(): Promise<string[]>;
+  /**
+   * Makes `nodeId` the owner of a running execution unless another process holds it: claimed when
+   * it has no owner, is owned by `nodeId` already, or its owner's lease expired (or was given
+   * back). Under the row's lock, so of several processes claiming at once exactly one wins. Answers
+   * whether it was claimed, and who owns the execution now (null when it is no longer running).
+   */
+  claimExecution(executionId: string, nodeId: string): Promise<{ claimed: boolean; owner: string | null }>;
+  /** Ids of the leases (live or expired) whose node id starts with `prefix`. */
+  nodeIdsStartingWith(prefix: string): Promise<string[]>;
   /** Servers whose lease has not expired, with their owned running executions. */
   liveNodes(): Promise<{ nodeId: string; heartbeatAt: string; owned: number }[]>;
 }
@@ -85,6 +95,49 @@ export class ClusterStore implements ClusterStoreProtocol {
       .orderBy("created_at")
       .execute();
     return rows.map((r) => r.id);
+  }
+
+  async claimExecution(
+    executionId: string,
+    nodeId: string,
+  ): Promise<{ claimed: boolean; owner: string | null }> {
+    return this.#db.transaction().execute(async (trx) => {
+      // The row lock first, then the lease read in a statement of its own: a claimer that waited for
+      // the lock reads the winner's lease with a snapshot taken after the winner committed.
+      const row = await trx
+        .selectFrom("pipeline_executions")
+        .select(["owner_node", "status"])
+        .where("id", "=", executionId)
+        .forUpdate()
+        .executeTakeFirst();
+      if (row === undefined || row.status !== "running") return { claimed: false, owner: null };
+      const owner = row.owner_node;
+      if (owner !== null && owner !== nodeId) {
+        const live = await trx
+          .selectFrom("factflow_nodes")
+          .select("node_id")
+          .where("node_id", "=", owner)
+          .where("lease_expires_at", ">=", sql<Date>`now()`)
+          .executeTakeFirst();
+        if (live !== undefined) return { claimed: false, owner };
+      }
+      await trx
+        .updateTable("pipeline_executions")
+        .set({ owner_node: nodeId })
+        .where("id", "=", executionId)
+        .execute();
+      return { claimed: true, owner: nodeId };
+    });
+  }
+
+  async nodeIdsStartingWith(prefix: string): Promise<string[]> {
+    const pattern = `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const rows = await this.#db
+      .selectFrom("factflow_nodes")
+      .select("node_id")
+      .where("node_id", "like", pattern)
+      .execute();
+    return rows.map((r) => r.node_id);
   }
 
   async liveNodes(): Promise<{ nodeId: string; heartbeatAt: string; owned: number }[]> {

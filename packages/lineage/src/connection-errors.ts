@@ -1,4 +1,4 @@
-import { FactflowError } from "@factflow/protocols";
+import { FactflowError, isFactflowError } from "@factflow/protocols";
 import type { DatabaseConnection, Dialect, Driver } from "kysely";
 
 /**
@@ -75,6 +75,18 @@ export function translateConnectionError(error: unknown, location: string): unkn
       "(check that the server is running and that DATABASE_URL points at it).",
     { cause: error, retryable: true },
   );
+}
+
+/**
+ * True when `error` means the database cannot be reached right now, so the same call may succeed
+ * later: a connection refused, reset or terminated (`pg_terminate_backend`, a server shutting
+ * down), a connect timeout. That is a `lineage_error` this package raised for such a loss, or a raw
+ * driver error of that kind. Statement errors (a constraint, a syntax error) are not: retrying
+ * them fails the same way. Answer the first kind with "unavailable, retry later" (HTTP 503).
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (isFactflowError(error)) return error.code === "lineage_error" && isConnectionLoss(error.cause);
+  return isConnectionLoss(error);
 }
 
 /**

@@ -155,6 +155,7 @@ export class ExecutionStore implements ExecutionStoreProtocol {
         parent_execution_id: execution.parentExecutionId ?? null,
         replay_from_route: execution.replayFromRoute ?? null,
         counters: jsonb({}),
+        owner_node: execution.ownerNode ?? null,
       })
       .returningAll()
       .executeTakeFirstOrThrow();

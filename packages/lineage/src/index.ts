@@ -1,5 +1,6 @@
 export type { DatabaseHandles, PostgresConnectOptions } from "./connect.js";
 export { connectPglite, connectPostgres } from "./connect.js";
+export { isDatabaseUnavailable } from "./connection-errors.js";
 export { ExecutionStore } from "./execution-store.js";
 export { LineageStore } from "./lineage-store.js";
 export type { LineageWriterOptions } from "./lineage-writer.js";

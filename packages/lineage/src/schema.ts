@@ -26,11 +26,11 @@ export interface PipelineExecutionsTable {
   created_at: ColumnType<Date, Date | string | undefined, never>;
   finished_at: Timestamp | null;
   counters: Json<Record<string, number>>;
-  /** The server that owns the execution (cluster mode); null for single-process runs. */
+  /** The process (its lease in `factflow_nodes`) that owns the running execution; null when none was recorded. */
   owner_node: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
-/** One running server of a cluster and its lease (docs/deployment.md). */
+/** One process running executions on this database and its lease (docs/deployment.md). */
 export interface FactflowNodesTable {
   node_id: string;
   started_at: ColumnType<Date, Date | string | undefined, never>;

@@ -52,6 +52,40 @@ describe.skipIf(skip)("cluster store on PostgreSQL", () => {
     expect(await cluster.liveNodes()).toEqual([]);
   });
 
+  it("lets a process claim a running execution only when its owner's lease is not live, once", async () => {
+    const cluster = store.cluster();
+    await cluster.heartbeatNode("live", 60_000);
+    await cluster.heartbeatNode("dying", 500);
+    const held = await store.createExecution({ ...newExecution(), ownerNode: "live" });
+    const orphaned = await store.createExecution({ ...newExecution(), ownerNode: "dying" });
+    const ownerless = await store.createExecution(newExecution());
+    expect(await cluster.claimExecution(held.id, "other")).toEqual({ claimed: false, owner: "live" });
+    expect(await cluster.claimExecution(held.id, "live")).toEqual({ claimed: true, owner: "live" });
+    await sleep(700);
+    // Claimers hold leases of their own, as every process that runs executions does.
+    await cluster.heartbeatNode("x", 60_000);
+    await cluster.heartbeatNode("y", 60_000);
+    const race = await Promise.all([
+      cluster.claimExecution(orphaned.id, "x"),
+      cluster.claimExecution(orphaned.id, "y"),
+    ]);
+    expect(race.filter((r) => r.claimed)).toHaveLength(1);
+    const winner = race.find((r) => r.claimed)?.owner;
+    expect(await cluster.claimExecution(orphaned.id, "z")).toEqual({ claimed: false, owner: winner });
+    expect(await cluster.claimExecution(ownerless.id, "z")).toEqual({ claimed: true, owner: "z" });
+    await store.finishExecution(ownerless.id, "completed");
+    expect(await cluster.claimExecution(ownerless.id, "x")).toEqual({ claimed: false, owner: null });
+
+    await cluster.heartbeatNode("dd-1/host-1-a", 60_000);
+    await cluster.heartbeatNode("dd-10/host-2-b", 60_000);
+    await cluster.heartbeatNode("dd_1/host-3-c", 60_000);
+    expect(await cluster.nodeIdsStartingWith("dd-1/")).toEqual(["dd-1/host-1-a"]);
+    expect(await cluster.nodeIdsStartingWith("dd_1/")).toEqual(["dd_1/host-3-c"]);
+    for (const node of ["live", "dying", "x", "y", "z", "dd-1/host-1-a", "dd-10/host-2-b", "dd_1/host-3-c"])
+      await cluster.removeNode(node);
+    for (const id of [held.id, orphaned.id]) await store.finishExecution(id, "cancelled");
+  });
+
   it("caps running executions across servers without overshooting", async () => {
     const before = (await store.cluster().runningExecutionIds()).length;
     store.limitRunning(before + 3);

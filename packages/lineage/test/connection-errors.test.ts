@@ -1,7 +1,9 @@
+import { FactflowError } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
 import {
   describeConnectError,
   isConnectionLoss,
+  isDatabaseUnavailable,
   translateConnectionError,
 } from "../src/connection-errors.js";
 
@@ -41,6 +43,9 @@ describe("connection error classification (node-postgres errors, no database)", 
       cause: error,
       message: expect.stringContaining("postgres://u:<redacted>@db:5432/x"),
     });
+    // What the server answers 503 (retry later) for: the translated error, and the raw one.
+    expect(isDatabaseUnavailable(translateConnectionError(error, "x"))).toBe(true);
+    expect(isDatabaseUnavailable(error)).toBe(true);
   });
 
   it.each([
@@ -52,6 +57,16 @@ describe("connection error classification (node-postgres errors, no database)", 
     const error = raised(message, code);
     expect(isConnectionLoss(error)).toBe(false);
     expect(translateConnectionError(error, "x")).toBe(error);
+    expect(isDatabaseUnavailable(error)).toBe(false);
+  });
+
+  it("calls no other error database unavailability, whatever its cause", () => {
+    const refused = raised("connect ECONNREFUSED 127.0.0.1:5672", "ECONNREFUSED");
+    expect(
+      isDatabaseUnavailable(new FactflowError("provider_error", "broker down", { cause: refused })),
+    ).toBe(false);
+    expect(isDatabaseUnavailable(new FactflowError("lineage_error", "the store is closed"))).toBe(false);
+    expect(isDatabaseUnavailable(undefined)).toBe(false);
   });
 
   it("names a missing database and failed authentication", () => {

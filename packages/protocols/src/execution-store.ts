@@ -39,6 +39,11 @@ export interface NewExecution {
   readonly input: JsonValue | null;
   readonly parentExecutionId?: string;
   readonly replayFromRoute?: string;
+  /**
+   * The process that runs it, by the id of its lease on the database (docs/deployment.md): while
+   * that lease is live no other process resumes the execution. Stores without leases ignore it.
+   */
+  readonly ownerNode?: string;
 }
 
 export interface ExecutionListQuery {
