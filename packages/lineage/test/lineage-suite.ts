@@ -337,6 +337,83 @@ export function lineageSuite(
       expect(await db.lineage.tree(exec, "unknown")).toEqual([]);
     });
 
+    it("walks up from a leaf message to the root across several routes, as the engine links rows", async () => {
+      // The engine's shapes: a message row's parent is the last adapter row of the message it came
+      // from; the first adapter row of a message has no parent, the next ones the previous one.
+      const exec = uuidv7();
+      const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+      let clock = 0;
+      const message = (route: string, parentId?: string) => {
+        const id = uuidv7();
+        return row(exec, {
+          id,
+          messageId: id,
+          kind: "message",
+          route,
+          status: "completed",
+          startedAt: at(clock++),
+          ...(parentId === undefined ? {} : { parentId }),
+        });
+      };
+      const adapter = (of: LineageRow, index: number, parentId?: string) =>
+        row(exec, {
+          messageId: of.messageId,
+          route: of.route,
+          adapterIndex: index,
+          status: "completed",
+          startedAt: at(clock++),
+          ...(parentId === undefined ? {} : { parentId }),
+        });
+      const root = message("discover");
+      const root0 = adapter(root, 0);
+      const root1 = adapter(root, 1, root0.id);
+      const file = message("split", root1.id);
+      const file0 = adapter(file, 0);
+      const otherFile = message("split", root1.id);
+      const otherFile0 = adapter(otherFile, 0);
+      const section = message("enrich", file0.id);
+      const section0 = adapter(section, 0);
+      const section1 = adapter(section, 1, section0.id);
+      const batch = message("batch", section1.id);
+      const batch0 = adapter(batch, 0);
+      const written = message("write", batch0.id);
+      const written0 = adapter(written, 0);
+      const all = [
+        root,
+        root0,
+        root1,
+        file,
+        file0,
+        otherFile,
+        otherFile0,
+        section,
+        section0,
+        section1,
+        batch,
+        batch0,
+        written,
+        written0,
+      ];
+      for (const r of all) db.lineage.record(r);
+      await db.lineage.flush();
+
+      const ids = async (messageId: string) =>
+        (await db.lineage.tree(exec, messageId)).map((r) => r.id).sort();
+      const ancestors = [root, root0, root1, file, file0, section, section0, section1];
+      expect(await ids(batch.messageId)).toEqual(
+        [...ancestors, batch, batch0, written, written0].map((r) => r.id).sort(),
+      );
+      expect(await ids(written.messageId)).toEqual(
+        [...ancestors, batch, batch0, written, written0].map((r) => r.id).sort(),
+      );
+      expect(await ids(file.messageId)).toEqual(
+        [root, root0, root1, file, file0, section, section0, section1, batch, batch0, written, written0]
+          .map((r) => r.id)
+          .sort(),
+      );
+      expect(await ids(root.messageId)).toEqual(all.map((r) => r.id).sort());
+    });
+
     it("returns the recorded inputs of a route for replay", async () => {
       const exec = uuidv7();
       const t = Date.now();
