@@ -337,6 +337,55 @@ export function lineageSuite(
       expect(await db.lineage.tree(exec, "unknown")).toEqual([]);
     });
 
+    it("stores rows holding NUL characters with them escaped and flagged, instead of losing them", async () => {
+      // PostgreSQL (and PGlite) refuse U+0000 in text and jsonb; the rows must still be stored.
+      const exec = uuidv7();
+      const lostBefore = db.lineage.counters().lost;
+      const message = row(exec, {
+        kind: "message",
+        correlationId: "c\u00001",
+        payload: { text: "a\u0000b", "key\u0000": ["\u0000", 1], plain: "no nul" },
+      });
+      const adapter = row(exec, { messageId: message.messageId, adapterIndex: 0 });
+      const clean = row(exec, { messageId: message.messageId, adapterIndex: 1 });
+      const registered = row(exec, { kind: "message", payload: "x\u0000" });
+      for (const r of [message, adapter, clean]) db.lineage.record(r);
+      await db.lineage.registerPending([registered]);
+      await db.lineage.flush();
+      // An update of a row already stored: its error carries a NUL.
+      db.lineage.update(adapter.id, {
+        status: "failed",
+        error: { class: "AdapterError", message: "bad \u0000 byte", retryable: false, fatal: false },
+        outputKeys: ["k\u0000"],
+        finishedAt: new Date().toISOString(),
+      });
+      await db.lineage.flush();
+      expect(db.lineage.counters().lost).toBe(lostBefore);
+
+      const stored = new Map((await db.lineage.rows(exec, { limit: 100 })).items.map((r) => [r.id, r]));
+      expect(stored.size).toBe(4);
+      const nul = database ? "\\u0000" : "\u0000";
+      expect(stored.get(message.id)).toMatchObject({
+        correlationId: `c${nul}1`,
+        payload: { text: `a${nul}b`, [`key${nul}`]: [nul, 1], plain: "no nul" },
+      });
+      expect(stored.get(registered.id)?.payload).toBe(`x${nul}`);
+      expect(stored.get(adapter.id)).toMatchObject({
+        status: "failed",
+        error: { class: "AdapterError", message: `bad ${nul} byte` },
+        outputKeys: [`k${nul}`],
+      });
+      expect(stored.get(clean.id)?.sanitised).toBeUndefined();
+      if (database) {
+        expect(stored.get(message.id)?.sanitised).toEqual(["correlation_id", "payload"]);
+        expect(stored.get(registered.id)?.sanitised).toEqual(["payload"]);
+        expect(stored.get(adapter.id)?.sanitised).toEqual(["error", "output_keys"]);
+      } else {
+        // The in-memory store holds any string as it is: nothing to escape.
+        for (const r of stored.values()) expect(r.sanitised).toBeUndefined();
+      }
+    });
+
     it("walks up from a leaf message to the root across several routes, as the engine links rows", async () => {
       // The engine's shapes: a message row's parent is the last adapter row of the message it came
       // from; the first adapter row of a message has no parent, the next ones the previous one.
@@ -467,8 +516,8 @@ export function lineageSuite(
         const exec = uuidv7();
         const lostBefore = db.lineage.counters().lost;
         const good = [row(exec), row(exec)];
-        // PostgreSQL jsonb cannot hold U+0000: the batch fails as a whole, then row by row.
-        const bad = row(exec, { kind: "message", payload: { text: "nul\u0000here" } });
+        // PostgreSQL jsonb cannot hold a lone surrogate: the batch fails as a whole, then row by row.
+        const bad = row(exec, { kind: "message", payload: { text: "lone\ud800here" } });
         db.lineage.record(good[0]!);
         db.lineage.record(bad);
         db.lineage.record(good[1]!);
