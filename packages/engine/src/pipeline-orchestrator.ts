@@ -168,6 +168,7 @@ export class PipelineOrchestrator {
     const routeOfQueue = new Map(Object.entries(config.routes).map(([name, r]) => [r.inbound.queue, name]));
     const runtime: ExecutionRuntime = {
       executionId,
+      runId: newId(),
       // Queues whose route reads the priority from a payload field or header get it stamped on publish.
       queue: withPriorityStamp(queue, priorityRules(config)),
       lineage: this.#options.lineage,
