@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { Delivery } from "@factflow/protocols";
 import { errorInfoOf, messageRow } from "./lineage-rows.js";
 import type { ExecutionRuntime } from "./runtime.js";
@@ -14,9 +15,16 @@ import type { ExecutionRuntime } from "./runtime.js";
  */
 export const QUEUED_ROW_HEADER = "x-factflow-row-queued-by";
 
+const SPACE = 0x20;
+
 /** The header's value for a row queued by this run while handling `parentMessageId`. */
 export function queuedRowHeader(runtime: ExecutionRuntime, parentMessageId: string): string {
   return `${runtime.runId} ${parentMessageId}`;
+}
+
+/** A run id: 64 random bits, short, since it travels in every message of a run without strict lineage. */
+export function newRunId(): string {
+  return randomBytes(8).toString("base64url");
 }
 
 /**
@@ -32,8 +40,10 @@ export function restoreQueuedRow(
 ): Promise<void> | undefined {
   const value = delivery.message.headers[QUEUED_ROW_HEADER];
   if (value === undefined) return undefined;
+  // Queued by this run (every delivery of a run without strict lineage asks): no string is made.
+  const runId = runtime.runId;
+  if (value.charCodeAt(runId.length) === SPACE && value.startsWith(runId)) return undefined;
   const space = value.indexOf(" ");
-  if ((space < 0 ? value : value.slice(0, space)) === runtime.runId) return undefined;
   return restore(runtime, route, delivery, space < 0 ? undefined : value.slice(space + 1));
 }
 
@@ -59,10 +69,10 @@ async function restore(
       });
     }
   }
-  // Rebuilt from the message itself. Its parent is the message row of the message it came from:
-  // the adapter row named in `x-lineage-parent` was queued in the same writer just before this
-  // row, so it may have been lost with it, while the parent's message row was registered durably
-  // (or restored like this one) before that message was published.
+  // Rebuilt from the message itself. Its parent is the message row of the message it came from,
+  // not the adapter row named in `x-lineage-parent`: that one was queued in the same writer just
+  // before this row, so it is lost whenever this row is, while the parent message's row was queued
+  // before the parent was even published (or registered durably, for a fan-out child).
   const row = messageRow({
     executionId,
     route,
