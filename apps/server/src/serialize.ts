@@ -66,5 +66,7 @@ export function lineageJson(row: LineageRow) {
     error: row.error ?? null,
     started_at: row.startedAt,
     finished_at: row.finishedAt ?? null,
+    // Columns whose NUL characters were stored escaped as `\u0000` (docs/lineage.md); usually none.
+    sanitised: row.sanitised ?? [],
   };
 }

@@ -209,6 +209,27 @@ describe("executions", () => {
     const tree = await call(base, "GET", `/api/v1/executions/${id}/lineage/${messageId}`);
     expect(tree.status).toBe(200);
     expect(tree.body.items.some((r: { route: string }) => r.route === "split")).toBe(true);
+    // Every ancestor up to the root: the file message and the init message on `discover`.
+    const messages = (tree.body.items as { kind: string; route: string }[]).filter(
+      (r) => r.kind === "message",
+    );
+    expect(messages.map((r) => r.route)).toEqual(expect.arrayContaining(["discover", "split", "enrich"]));
+    // A batch message's tree goes back to the root as well.
+    const batch = await call(
+      base,
+      "GET",
+      `/api/v1/executions/${id}/lineage?route=batch&kind=message&limit=1`,
+    );
+    const batchTree = await call(
+      base,
+      "GET",
+      `/api/v1/executions/${id}/lineage/${batch.body.items[0].message_id}`,
+    );
+    expect(
+      (batchTree.body.items as { kind: string; route: string }[])
+        .filter((r) => r.kind === "message")
+        .map((r) => r.route),
+    ).toEqual(expect.arrayContaining(["discover", "split", "enrich", "batch"]));
   });
 
   it("browses, redrives and discards dead letters through the provider admin", async () => {

@@ -10,6 +10,7 @@ import {
 import type { PendingEmit } from "./adapter-chain.js";
 import { childMessageId, nowIso } from "./ids.js";
 import { errorInfoOf, messageRow } from "./lineage-rows.js";
+import { QUEUED_ROW_HEADER, queuedRowHeader } from "./queued-row.js";
 import { isReseeded, RESEED_HEADER } from "./reseed.js";
 import type { ExecutionRuntime } from "./runtime.js";
 import type { Watermark } from "./semaphore.js";
@@ -110,8 +111,8 @@ function publishOne(
     const reseeded = batch.redelivered === true || isReseeded(batch.envelope);
     sent =
       room === undefined
-        ? sendTarget(runtime, batch, target, row.id, reseeded)
-        : room.then(() => sendTarget(runtime, batch, target, row.id, reseeded));
+        ? sendTarget(runtime, batch, target, row.id, reseeded, true)
+        : room.then(() => sendTarget(runtime, batch, target, row.id, reseeded, true));
   } catch (error) {
     watermark.done(1);
     throw error;
@@ -205,8 +206,10 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
   batch.watermark.add(targets.length);
   let remaining = targets.length;
   let published = 0;
+  // Rows only queued in the writer (not registered durably) travel with the run that queued them.
+  const queuedRows = batch.emitted.length === 0 && !runtime.strictLineage;
   try {
-    if (batch.emitted.length > 0 || runtime.strictLineage) {
+    if (!queuedRows) {
       // Fan-out: durable before any publish, so no process's completion gate can miss a child. A
       // large one goes in slices with a turn of the event loop between them: writing thousands of
       // rows at once would hold the thread (timers, other deliveries) for as long.
@@ -228,7 +231,7 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
       // One message (the common relay): no worker pool.
       const id = (rows[0] as LineageRow).id;
       try {
-        await sendTarget(runtime, batch, targets[0] as Target, id, reseeded);
+        await sendTarget(runtime, batch, targets[0] as Target, id, reseeded, queuedRows);
         published++;
       } catch (error) {
         publishFailed(runtime, id, error);
@@ -255,7 +258,7 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
           }
           const id = (rows[i] as LineageRow).id;
           try {
-            await sendTarget(runtime, batch, targets[i] as Target, id, reseeded);
+            await sendTarget(runtime, batch, targets[i] as Target, id, reseeded, queuedRows);
             published++;
           } catch (error) {
             failure ??= closeUnpublished(runtime, id, error);
@@ -278,13 +281,17 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
   }
 }
 
-/** The broker publish of one target under its registered row's id (a synchronous throw rejects). */
+/**
+ * The broker publish of one target under its row's id (a synchronous throw rejects). `queuedRow`:
+ * the row was only queued in this process's writer, not registered durably (see queued-row.ts).
+ */
 function sendTarget(
   runtime: ExecutionRuntime,
   batch: OutboundBatch,
   target: Target,
   id: string,
   reseeded: boolean,
+  queuedRow: boolean,
 ): Promise<unknown> {
   // Object.assign rather than a spread, which is slow once its call site has seen several shapes.
   const headers: Record<string, string> =
@@ -292,6 +299,7 @@ function sendTarget(
   // Children of a re-seeded or redelivered message may have run already, in a process that died
   // or in another server of the cluster.
   if (reseeded) headers[RESEED_HEADER] = "1";
+  if (queuedRow) headers[QUEUED_ROW_HEADER] = queuedRowHeader(runtime, batch.envelope.id);
   if (target.parentId !== undefined) headers[Headers.lineageParent] = target.parentId;
   // The execution's id set here spares the execution-scoped queue a copy of the message.
   const message: OutboundMessage = {

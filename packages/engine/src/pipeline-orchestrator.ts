@@ -32,6 +32,7 @@ import { newId } from "./ids.js";
 import { LineageReconciler } from "./lineage-reconciler.js";
 import { messageRow } from "./lineage-rows.js";
 import { priorityRules, withPriorityStamp } from "./priority-stamp.js";
+import { newRunId } from "./queued-row.js";
 import { publishReseed, type ReseedMessage } from "./reseed.js";
 import { createRouteCondition, type RouteCondition } from "./route-condition.js";
 import { RouteProcessor } from "./route-processor.js";
@@ -208,6 +209,7 @@ export class PipelineOrchestrator {
     const routeOfQueue = new Map(Object.entries(config.routes).map(([name, r]) => [r.inbound.queue, name]));
     const runtime: ExecutionRuntime = {
       executionId,
+      runId: newRunId(),
       // Queues whose route reads the priority from a payload field or header get it stamped on publish.
       queue: withPriorityStamp(queue, priorityRules(config)),
       lineage: this.#options.lineage,

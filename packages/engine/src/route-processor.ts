@@ -27,6 +27,7 @@ import type { RouteActivity } from "./execution-progress.js";
 import { nowIso } from "./ids.js";
 import { errorInfoOf } from "./lineage-rows.js";
 import { publishOutputs } from "./outbound-publisher.js";
+import { restoreQueuedRow } from "./queued-row.js";
 import { recordSkipped } from "./record-skipped.js";
 import { isReseeded } from "./reseed.js";
 import type { RouteCondition } from "./route-condition.js";
@@ -353,6 +354,19 @@ export class RouteProcessor {
       this.#runtime.deliveries.release(delivery.message.id);
       return MessageStatus.ACKNOWLEDGED;
     }
+    // A message row queued by a run that may have died with it: recorded again before any adapter
+    // row of this delivery, so no adapter row ever points at a message without its row.
+    const restoring = restoreQueuedRow(this.#runtime, this.name, delivery);
+    if (restoring !== undefined) return restoring.then(() => this.#runRoute(delivery, providerSignal, trace));
+    return this.#runRoute(delivery, providerSignal, trace);
+  }
+
+  /** The route's condition, then its chain. The caller holds the message's claim. */
+  #runRoute(
+    delivery: Delivery,
+    providerSignal: AbortSignal,
+    trace: ChainTrace | undefined,
+  ): Promise<HandlerResult> | HandlerResult {
     // #process releases the claim when it is done.
     if (this.#options.condition === undefined) return this.#process(delivery, providerSignal, trace);
     return this.#testCondition(this.#options.condition, delivery, providerSignal, trace);

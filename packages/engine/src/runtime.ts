@@ -5,6 +5,11 @@ import type { Semaphore } from "./semaphore.js";
 /** What every route processor of one execution shares with its orchestrator. */
 export interface ExecutionRuntime {
   readonly executionId: string;
+  /**
+   * A random id of this orchestrator run (a restart, a resume or another server runs the same
+   * execution under another one): it names the writer a non-durable message row was queued in.
+   */
+  readonly runId: string;
   /** The execution-scoped queue. */
   readonly queue: QueueProtocol;
   readonly lineage: LineageProtocol;

@@ -3,11 +3,15 @@ import { COPY_ROWS_TARGET, copyRowsBinary } from "./copy-binary.js";
 import {
   asUpsert,
   insertRowsStatement,
+  insertSanitisedRowStatement,
   type PendingRow,
   type PendingUpdate,
   plainInsertRowsStatement,
+  type Statement,
   updateRowsStatement,
+  updateSanitisedRowStatement,
 } from "./lineage-sql.js";
+import { sanitiseRow, sanitiseUpdate } from "./nul-escape.js";
 import type { LineageSqlRunner } from "./sql-runner.js";
 
 /** Retry policy of one {@link BatchCommitter}. */
@@ -90,6 +94,11 @@ export class BatchCommitter {
       const s = updateRowsStatement(updates);
       work.push(this.#runner.execute(s.text, s.params));
     }
+    await this.#withinTimeout(work);
+  }
+
+  /** Waits for `work`, or fails once the attempt's time is up. */
+  async #withinTimeout(work: Promise<void>[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -143,7 +152,12 @@ export class BatchCommitter {
       ...updates.map((up) => [[], [up]] as const),
     ]) {
       try {
-        await this.#execute([...rows], [...ups]);
+        try {
+          await this.#execute([...rows], [...ups]);
+        } catch (error) {
+          // A NUL character, which text and jsonb cannot hold: stored escaped rather than lost.
+          if (!isDataError(error) || !(await this.#writeSanitised(rows[0], ups[0]))) throw error;
+        }
         this.#counters.written++;
       } catch (error) {
         whole = false;
@@ -156,6 +170,38 @@ export class BatchCommitter {
       }
     }
     return whole;
+  }
+
+  /**
+   * Writes a refused row (or update) again with its NUL characters escaped and the columns that held
+   * one recorded in `sanitised`. False when it holds no NUL (it was refused for another reason).
+   */
+  async #writeSanitised(row: PendingRow | undefined, update: PendingUpdate | undefined): Promise<boolean> {
+    let statement: Statement | undefined;
+    let columns: readonly string[] = [];
+    if (row !== undefined) {
+      const sanitised = sanitiseRow(row);
+      if (sanitised !== undefined) {
+        statement = insertSanitisedRowStatement(sanitised.value, sanitised.columns);
+        columns = sanitised.columns;
+      }
+    } else if (update !== undefined) {
+      const sanitised = sanitiseUpdate(update);
+      if (sanitised !== undefined) {
+        statement = updateSanitisedRowStatement(sanitised.value, sanitised.columns);
+        columns = sanitised.columns;
+      }
+    }
+    if (statement === undefined) return false;
+    await this.#withinTimeout([this.#runner.execute(statement.text, statement.params)]);
+    this.#log.warn(
+      "lineage write held NUL characters, which the database cannot store; stored them escaped",
+      {
+        id: row?.id ?? update?.id,
+        columns,
+      },
+    );
+    return true;
   }
 }
 

@@ -25,6 +25,8 @@ export interface StoredLineageRow {
   error: unknown;
   started_at: Date | string;
   finished_at: Date | string | null;
+  /** Absent from rows read by a query that does not select it. */
+  sanitised?: unknown;
 }
 
 export function iso(value: Date | string): string {
@@ -52,5 +54,8 @@ export function fromStoredRow(r: StoredLineageRow): LineageRow {
   if (Array.isArray(r.output_keys)) row.outputKeys = r.output_keys as string[];
   if (r.error !== null && r.error !== undefined) row.error = r.error as LineageErrorInfo;
   if (r.finished_at !== null) row.finishedAt = iso(r.finished_at);
+  // An update may add a column already listed by the insert: one entry each, in name order.
+  if (Array.isArray(r.sanitised) && r.sanitised.length > 0)
+    row.sanitised = [...new Set(r.sanitised as string[])].sort();
   return row;
 }

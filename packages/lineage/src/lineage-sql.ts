@@ -113,18 +113,26 @@ function selectOf(columns: readonly (readonly [string, string])[], alias: string
 // The batch travels as one array parameter per column, expanded server-side by unnest: a fixed
 // number of parameters whatever the batch size, and about a fifth of the server's parse cost of a
 // JSON record set (json_to_recordset took ~19 µs per row on PostgreSQL 15 here, unnest ~4 µs).
-const PLAIN_INSERT_SQL = `insert into lineage (${INSERT_COLUMNS.map(([name]) => name).join(", ")})
-select ${selectOf(INSERT_COLUMNS, "r")}
-from ${unnestOf(INSERT_COLUMNS, "r")}`;
+function plainInsertSql(columns: readonly (readonly [string, string])[]): string {
+  return `insert into lineage (${columns.map(([name]) => name).join(", ")})
+select ${selectOf(columns, "r")}
+from ${unnestOf(columns, "r")}`;
+}
 
-const INSERT_SQL = `${PLAIN_INSERT_SQL}
-on conflict (id) do update set kind = excluded.kind, route = excluded.route, adapter = excluded.adapter,
-  adapter_index = excluded.adapter_index, message_id = excluded.message_id,
-  correlation_id = excluded.correlation_id, parent_id = excluded.parent_id, attempt = excluded.attempt,
-  status = excluded.status, input_hash = excluded.input_hash, payload = excluded.payload,
-  output_keys = excluded.output_keys, error = excluded.error, started_at = excluded.started_at,
-  finished_at = excluded.finished_at
+/** The plain insert of `columns` as an upsert that never takes a stored row back (see statusRank). */
+function upsertSql(columns: readonly (readonly [string, string])[]): string {
+  const set = columns
+    .filter(([name]) => name !== "id" && name !== "execution_id")
+    .map(([name]) => `${name} = excluded.${name}`)
+    .join(", ");
+  return `${plainInsertSql(columns)}
+on conflict (id) do update set ${set}
 where (excluded.attempt, ${statusRank("excluded.status")}) >= (lineage.attempt, ${statusRank("lineage.status")})`;
+}
+
+const PLAIN_INSERT_SQL = plainInsertSql(INSERT_COLUMNS);
+
+const INSERT_SQL = upsertSql(INSERT_COLUMNS);
 
 // Each queued update finds its row through the primary key, whatever the sizes of the batch and the
 // table. Joined on `l.id = u.id`, a batch of more than about a thousand updates was planned as a hash
@@ -194,4 +202,35 @@ export function plainInsertRowsStatement(rows: readonly PendingRow[]): Statement
 /** One batched update; each id appears at most once (the writer merges before). */
 export function updateRowsStatement(updates: readonly PendingUpdate[]): Statement {
   return { text: UPDATE_SQL, params: columnArrays(updates, UPDATE_COLUMNS) };
+}
+
+// A row or update the database refused for its NUL characters goes again, escaped, on its own,
+// with the columns it escaped (nul-escape.ts). Rare, so the batch statements above stay as they are.
+const SANITISED_INSERT_COLUMNS = [...INSERT_COLUMNS, ["sanitised", "json"]] as const;
+
+const SANITISED_INSERT_SQL = upsertSql(SANITISED_INSERT_COLUMNS);
+
+const SANITISED_UPDATE_COLUMNS = [...UPDATE_COLUMNS, ["sanitised", "json"]] as const;
+
+const SANITISED_UPDATE_SQL = `update lineage as l set status = u.status,
+  output_keys = coalesce(u.output_keys::jsonb, l.output_keys), error = coalesce(u.error::jsonb, l.error),
+  finished_at = coalesce(u.finished_at, l.finished_at), attempt = coalesce(u.attempt, l.attempt),
+  sanitised = coalesce(l.sanitised, '[]'::jsonb) || u.sanitised::jsonb
+from ${unnestOf(SANITISED_UPDATE_COLUMNS, "u")}
+where l.id = any(array[u.id])`;
+
+/** The upsert of one row whose NULs were escaped, recording the escaped `columns`. */
+export function insertSanitisedRowStatement(row: PendingRow, columns: readonly string[]): Statement {
+  return {
+    text: SANITISED_INSERT_SQL,
+    params: columnArrays([{ ...row, sanitised: columns }], SANITISED_INSERT_COLUMNS),
+  };
+}
+
+/** The update of one row whose NULs were escaped, adding the escaped `columns` to the row's list. */
+export function updateSanitisedRowStatement(update: PendingUpdate, columns: readonly string[]): Statement {
+  return {
+    text: SANITISED_UPDATE_SQL,
+    params: columnArrays([{ ...update, sanitised: columns }], SANITISED_UPDATE_COLUMNS),
+  };
 }

@@ -125,17 +125,25 @@ export class LineageStore implements LineageProtocol {
   async tree(executionId: string, messageId: string): Promise<readonly LineageRow[]> {
     assertUuid(executionId, "execution id");
     checkMessageId(messageId);
-    // Up: follow parent_id from the message's rows to the root. Down: every row whose parent is in
-    // the tree, and every row of a message already in it (adapter rows of a child message may hang
-    // off its message row or off nothing at all). UNION (not ALL) stops at rows already seen. The two
-    // ways down are two index lookups in a lateral subquery, not one join on an OR: PGlite planned the
-    // OR as a scan per row (an execution of 100,000 rows took minutes; this takes about a second).
+    // Up: from each row reached, its parent, and the message rows of its message. A message row's
+    // parent is an adapter row of the message it came from, whose chain of parents ends at that
+    // message's first adapter row (no parent): only the message row leads further up, so the walk
+    // goes through it to the root. Down: every row whose parent is in the tree, and every row of a
+    // message already in it (adapter rows of a child message may hang off its message row or off
+    // nothing at all). UNION (not ALL) stops at rows already seen. Each step is two index lookups in
+    // a lateral subquery, not one join on an OR: PGlite planned the OR as a scan per row (an
+    // execution of 100,000 rows took minutes; this takes about a second).
     const result = await sql<StoredLineageRow>`
       with recursive
       up (id, parent_id, message_id) as (
         select id, parent_id, message_id from lineage where execution_id = ${executionId} and message_id = ${messageId}
         union
-        select l.id, l.parent_id, l.message_id from lineage l join up on l.id = up.parent_id
+        select n.id, n.parent_id, n.message_id from up cross join lateral (
+          select l.id, l.parent_id, l.message_id from lineage l where l.id = up.parent_id
+          union all
+          select m.id, m.parent_id, m.message_id from lineage m
+            where m.execution_id = ${executionId} and m.message_id = up.message_id and m.kind = 'message'
+        ) n
       ),
       down (id, message_id) as (
         select id, message_id from lineage where execution_id = ${executionId} and message_id = ${messageId}

@@ -222,7 +222,9 @@ export class MemoryLineageStore implements LineageProtocol {
     }
     const start = byMessage.get(messageId) ?? [];
     if (start.length === 0) return [];
-    // Up: the parents of the message's rows, to the root; every row of an ancestor message is in.
+    // Up: from each row reached, its parent and the message rows of its message (an adapter row's
+    // chain of parents ends at its message's first adapter row; the message row leads further up),
+    // to the root; every row of an ancestor message is in.
     const upMessages = new Set<string>();
     const upSeen = new Set<string>();
     const upStack = [...start];
@@ -230,9 +232,12 @@ export class MemoryLineageStore implements LineageProtocol {
       const r = upStack.pop() as StoredRow;
       if (upSeen.has(r.id)) continue;
       upSeen.add(r.id);
-      upMessages.add(r.messageId);
       const parent = r.parentId === undefined ? undefined : rows.get(r.parentId);
       if (parent !== undefined) upStack.push(parent);
+      if (upMessages.has(r.messageId)) continue;
+      upMessages.add(r.messageId);
+      for (const sibling of byMessage.get(r.messageId) ?? [])
+        if (sibling.kind === "message") upStack.push(sibling);
     }
     // Down: rows whose parent is in the tree, and every row of a message already in it.
     const ids = new Set<string>();

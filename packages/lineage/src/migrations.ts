@@ -169,6 +169,16 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  // A row the database refused because of a NUL character (U+0000, which text and jsonb cannot
+  // hold) is stored with each NUL escaped; this lists the columns where that happened (null: none).
+  "0005_lineage_sanitised": {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable("lineage").addColumn("sanitised", "jsonb").execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.alterTable("lineage").dropColumn("sanitised").execute();
+    },
+  },
 };
 
 /** The package's migrations, in order. */

@@ -65,6 +65,8 @@ export interface LineageTable {
   error: Json<unknown> | null;
   started_at: Timestamp;
   finished_at: Timestamp | null;
+  /** Columns whose NUL characters were escaped to be stored (docs/lineage.md); null for most rows. */
+  sanitised: Json<string[]> | null;
 }
 
 /** The kysely view of the database. */

@@ -337,6 +337,132 @@ export function lineageSuite(
       expect(await db.lineage.tree(exec, "unknown")).toEqual([]);
     });
 
+    it("stores rows holding NUL characters with them escaped and flagged, instead of losing them", async () => {
+      // PostgreSQL (and PGlite) refuse U+0000 in text and jsonb; the rows must still be stored.
+      const exec = uuidv7();
+      const lostBefore = db.lineage.counters().lost;
+      const message = row(exec, {
+        kind: "message",
+        correlationId: "c\u00001",
+        payload: { text: "a\u0000b", "key\u0000": ["\u0000", 1], plain: "no nul" },
+      });
+      const adapter = row(exec, { messageId: message.messageId, adapterIndex: 0 });
+      const clean = row(exec, { messageId: message.messageId, adapterIndex: 1 });
+      const registered = row(exec, { kind: "message", payload: "x\u0000" });
+      for (const r of [message, adapter, clean]) db.lineage.record(r);
+      await db.lineage.registerPending([registered]);
+      await db.lineage.flush();
+      // An update of a row already stored: its error carries a NUL.
+      db.lineage.update(adapter.id, {
+        status: "failed",
+        error: { class: "AdapterError", message: "bad \u0000 byte", retryable: false, fatal: false },
+        outputKeys: ["k\u0000"],
+        finishedAt: new Date().toISOString(),
+      });
+      await db.lineage.flush();
+      expect(db.lineage.counters().lost).toBe(lostBefore);
+
+      const stored = new Map((await db.lineage.rows(exec, { limit: 100 })).items.map((r) => [r.id, r]));
+      expect(stored.size).toBe(4);
+      const nul = database ? "\\u0000" : "\u0000";
+      expect(stored.get(message.id)).toMatchObject({
+        correlationId: `c${nul}1`,
+        payload: { text: `a${nul}b`, [`key${nul}`]: [nul, 1], plain: "no nul" },
+      });
+      expect(stored.get(registered.id)?.payload).toBe(`x${nul}`);
+      expect(stored.get(adapter.id)).toMatchObject({
+        status: "failed",
+        error: { class: "AdapterError", message: `bad ${nul} byte` },
+        outputKeys: [`k${nul}`],
+      });
+      expect(stored.get(clean.id)?.sanitised).toBeUndefined();
+      if (database) {
+        expect(stored.get(message.id)?.sanitised).toEqual(["correlation_id", "payload"]);
+        expect(stored.get(registered.id)?.sanitised).toEqual(["payload"]);
+        expect(stored.get(adapter.id)?.sanitised).toEqual(["error", "output_keys"]);
+      } else {
+        // The in-memory store holds any string as it is: nothing to escape.
+        for (const r of stored.values()) expect(r.sanitised).toBeUndefined();
+      }
+    });
+
+    it("walks up from a leaf message to the root across several routes, as the engine links rows", async () => {
+      // The engine's shapes: a message row's parent is the last adapter row of the message it came
+      // from; the first adapter row of a message has no parent, the next ones the previous one.
+      const exec = uuidv7();
+      const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+      let clock = 0;
+      const message = (route: string, parentId?: string) => {
+        const id = uuidv7();
+        return row(exec, {
+          id,
+          messageId: id,
+          kind: "message",
+          route,
+          status: "completed",
+          startedAt: at(clock++),
+          ...(parentId === undefined ? {} : { parentId }),
+        });
+      };
+      const adapter = (of: LineageRow, index: number, parentId?: string) =>
+        row(exec, {
+          messageId: of.messageId,
+          route: of.route,
+          adapterIndex: index,
+          status: "completed",
+          startedAt: at(clock++),
+          ...(parentId === undefined ? {} : { parentId }),
+        });
+      const root = message("discover");
+      const root0 = adapter(root, 0);
+      const root1 = adapter(root, 1, root0.id);
+      const file = message("split", root1.id);
+      const file0 = adapter(file, 0);
+      const otherFile = message("split", root1.id);
+      const otherFile0 = adapter(otherFile, 0);
+      const section = message("enrich", file0.id);
+      const section0 = adapter(section, 0);
+      const section1 = adapter(section, 1, section0.id);
+      const batch = message("batch", section1.id);
+      const batch0 = adapter(batch, 0);
+      const written = message("write", batch0.id);
+      const written0 = adapter(written, 0);
+      const all = [
+        root,
+        root0,
+        root1,
+        file,
+        file0,
+        otherFile,
+        otherFile0,
+        section,
+        section0,
+        section1,
+        batch,
+        batch0,
+        written,
+        written0,
+      ];
+      for (const r of all) db.lineage.record(r);
+      await db.lineage.flush();
+
+      const ids = async (messageId: string) =>
+        (await db.lineage.tree(exec, messageId)).map((r) => r.id).sort();
+      const ancestors = [root, root0, root1, file, file0, section, section0, section1];
+      expect(await ids(batch.messageId)).toEqual(
+        [...ancestors, batch, batch0, written, written0].map((r) => r.id).sort(),
+      );
+      expect(await ids(written.messageId)).toEqual(
+        [...ancestors, batch, batch0, written, written0].map((r) => r.id).sort(),
+      );
+      expect(await ids(file.messageId)).toEqual(
+        [root, root0, root1, file, file0, section, section0, section1, batch, batch0, written, written0]
+          .map((r) => r.id)
+          .sort(),
+      );
+      expect(await ids(root.messageId)).toEqual(all.map((r) => r.id).sort());
+    });
+
     it("returns the recorded inputs of a route for replay", async () => {
       const exec = uuidv7();
       const t = Date.now();
@@ -390,8 +516,8 @@ export function lineageSuite(
         const exec = uuidv7();
         const lostBefore = db.lineage.counters().lost;
         const good = [row(exec), row(exec)];
-        // PostgreSQL jsonb cannot hold U+0000: the batch fails as a whole, then row by row.
-        const bad = row(exec, { kind: "message", payload: { text: "nul\u0000here" } });
+        // PostgreSQL jsonb cannot hold a lone surrogate: the batch fails as a whole, then row by row.
+        const bad = row(exec, { kind: "message", payload: { text: "lone\ud800here" } });
         db.lineage.record(good[0]!);
         db.lineage.record(bad);
         db.lineage.record(good[1]!);

@@ -257,7 +257,8 @@ describe.each(dialects)("lineage writer on $dialect (COPY path)", ({ open }) => 
     const writer = new LineageWriter(runner, logger);
     const exec = uuidv7();
     const good = row(exec);
-    const bad = row(exec, { payload: { text: "nul \u0000 inside" } });
+    // jsonb cannot hold a lone surrogate (a NUL would be stored escaped instead: nul-escape.ts).
+    const bad = row(exec, { payload: { text: "lone \ud800 surrogate" } });
     writer.record(good);
     writer.record(bad);
     await writer.flush();
@@ -265,5 +266,36 @@ describe.each(dialects)("lineage writer on $dialect (COPY path)", ({ open }) => 
     expect(await stored(good.id)).toEqual(good);
     expect(await stored(bad.id)).toBeUndefined();
     expect(writer.counters()).toMatchObject({ written: 1, lost: 1 });
+  });
+
+  it("stores a row and an update holding NUL characters escaped, and names the columns", async () => {
+    const { logger, warnings } = capture();
+    const writer = new LineageWriter(runner, logger);
+    const exec = uuidv7();
+    const good = row(exec);
+    const bad = row(exec, {
+      kind: "message",
+      route: "r\u0000",
+      payload: ["\u0000", { "\u0000": "\u0000\u0000" }],
+    });
+    writer.record(good);
+    writer.record(bad);
+    await writer.flush();
+    writer.update(good.id, { status: "failed", error: { ...ERR, message: "nul \u0000" } });
+    await writer.flush();
+    expect(warnings.filter((w) => /NUL characters/.test(w))).toHaveLength(2);
+    expect(await stored(bad.id)).toEqual({
+      ...bad,
+      route: "r\\u0000",
+      payload: ["\\u0000", { "\\u0000": "\\u0000\\u0000" }],
+      sanitised: ["payload", "route"],
+    });
+    expect(await stored(good.id)).toEqual({
+      ...good,
+      status: "failed",
+      error: { ...ERR, message: "nul \\u0000" },
+      sanitised: ["error"],
+    });
+    expect(writer.counters()).toMatchObject({ written: 3, lost: 0 });
   });
 });

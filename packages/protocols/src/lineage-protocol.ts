@@ -56,6 +56,12 @@ export interface LineageRow {
   readonly error?: LineageErrorInfo;
   readonly startedAt: string;
   readonly finishedAt?: string;
+  /**
+   * Set by a database store on a row it read back: the columns (`payload`, `error`, `correlation_id`,
+   * …) in which NUL characters (U+0000), which PostgreSQL cannot store in text or jsonb, were each
+   * replaced by the six characters `\u0000`. Absent on rows stored as written. Ignored on write.
+   */
+  readonly sanitised?: readonly string[];
 }
 
 /** A change to an existing row. */

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { lineageGaps } from "./harness/lineage.js";
 import { flipByte, tearTail } from "./harness/queue-log.js";
 import {
   cleanUp,
@@ -17,7 +18,10 @@ import { checkServices, createDatabase, DATABASE_URL, RABBITMQ_URL } from "./har
 
 const summaries: string[] = [];
 
-/** Prints the scenario's line, then asserts: completed, nothing lost, duplicates bounded, queues empty. */
+/**
+ * Prints the scenario's line, then asserts: completed, nothing lost, duplicates bounded, queues
+ * empty, and every item's lineage complete.
+ */
 function check(result: ScenarioResult): void {
   const line = summaryLine(result);
   summaries.push(line);
@@ -28,6 +32,9 @@ function check(result: ScenarioResult): void {
   expect(result.sink.lost, why).toBe(0);
   expect(result.sink.duplicates, why).toBeLessThanOrEqual(result.bound);
   expect(result.leftovers.messages, why).toBe(0);
+  // Every item has its complete lineage: a message row on every route it took, adapter rows only
+  // beside their message row, every parent stored, nothing left open.
+  expect(lineageGaps(result.lineage), `${why}\n${result.lineage.examples.join("\n")}`).toBe(0);
   cleanUp(result);
 }
 

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FactflowProcess, sleep, startServer } from "./factflow-process.js";
 import { api } from "./http.js";
+import { checkLineage, type LineageCheck, lineageSummary } from "./lineage.js";
 import {
   countSink,
   DUPLICATE_BOUND_PER_KILL,
@@ -41,6 +42,8 @@ export interface ScenarioResult {
   /** Most duplicates the kills may cause (see DUPLICATE_BOUND_PER_KILL). */
   readonly bound: number;
   readonly leftovers: QueueLeftovers;
+  /** What the execution's lineage holds against what every item must have left. */
+  readonly lineage: LineageCheck;
   /** From the last restart being ready (resumed) to the execution having ended. */
   readonly endedMs: number;
   /** Sink lines when each kill landed. */
@@ -63,6 +66,7 @@ export function summaryLine(r: ScenarioResult): string {
     `queues deleted ${r.leftovers.deleted}/${QUEUES.length}`,
     `engine skipped ${r.engineDuplicates} duplicates`,
     `readyz ${r.readiness}`,
+    lineageSummary(r.lineage),
     ...r.notes,
   ];
   return `[crash] ${r.name}: items ${PIPELINE.items}, lost ${r.sink.lost}, duplicates ${r.sink.duplicates} (bound ${r.bound}), queue leftovers ${r.leftovers.messages}, ended in ${r.endedMs} ms (${extra.join("; ")})`;
@@ -239,6 +243,7 @@ export async function runServerScenario(scenario: ServerScenario): Promise<Scena
     const execution = await waitForEnd(base, id, server);
     const endedMs = Date.now() - ready;
     const leftovers = await queueLeftovers(base, id, scenario.provider);
+    const lineage = await checkLineage(base, id);
     const diagnostics = await diagnose(base, id, ws, server);
     if (leftovers.messages > 0 && scenario.provider === "embedded") {
       notes.push(...liveMessages(join(ws.dataDir, "queue", "queue.log"), id));
@@ -253,6 +258,7 @@ export async function runServerScenario(scenario: ServerScenario): Promise<Scena
       sink: countSink(ws.sinkFile),
       bound: DUPLICATE_BOUND_PER_KILL * scenario.killAt.length,
       leftovers,
+      lineage,
       endedMs,
       killedAt,
       engineDuplicates: engineDuplicates(execution.counters),
@@ -318,6 +324,7 @@ export async function runCliScenario(name: string, fraction: number): Promise<Sc
         sink: countSink(ws.sinkFile),
         bound: DUPLICATE_BOUND_PER_KILL,
         leftovers,
+        lineage: await checkLineage(base, id),
         endedMs,
         killedAt,
         engineDuplicates: engineDuplicates(execution.counters),
