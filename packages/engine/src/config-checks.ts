@@ -47,7 +47,9 @@ export function checkPipelineSemantics(config: PipelineConfig, registry?: Adapte
       for (const problem of definition.validateConfig?.(adapter.config as JsonObject) ?? []) {
         issues.push({ path: ["routes", name, "adapters", index, "config"], message: problem });
       }
-      issues.push(...checkHolding(config, name, index, definition.holdsMessagesMs?.(adapter.config as JsonObject)));
+      issues.push(
+        ...checkHolding(config, name, index, definition.holdsMessagesMs?.(adapter.config as JsonObject)),
+      );
       const step = adapter.condition;
       if (step !== undefined && "adapter" in step && registry.get(step.adapter) === undefined) {
         issues.push({
@@ -86,7 +88,12 @@ export function checkPipelineSemantics(config: PipelineConfig, registry?: Adapte
  * its timer every time; and the route's handler timeout keeps running while a message is held, so a
  * timeout no longer than the hold aborts held messages and dead-letters them as incomplete.
  */
-function checkHolding(config: PipelineConfig, route: string, index: number, holdMs: number | undefined): RawIssue[] {
+function checkHolding(
+  config: PipelineConfig,
+  route: string,
+  index: number,
+  holdMs: number | undefined,
+): RawIssue[] {
   if (holdMs === undefined) return [];
   const { inbound, adapters } = config.routes[route] as PipelineConfig["routes"][string];
   const type = adapters[index]?.type ?? "";

@@ -171,11 +171,8 @@ export class OrchestratorManager {
           ? {}
           : {
               onStall: (diagnosis) =>
-                void callHook(
-                  this.#services.logger,
-                  "onExecutionStalled",
-                  request.record.id,
-                  () => onStalled(request.record, diagnosis),
+                void callHook(this.#services.logger, "onExecutionStalled", request.record.id, () =>
+                  onStalled(request.record, diagnosis),
                 ),
             }),
       });
