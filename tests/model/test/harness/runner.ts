@@ -36,8 +36,8 @@ export interface ModelRun {
   readonly queue: QueueProtocol;
   readonly db: LineageDatabase;
   run(shape: Shape): Promise<Observed>;
-  /** Replays the dead-lettered keys of `route` with every rule passing, as a new execution. */
-  replayDead(shape: Shape, parent: Observed, route: string): Promise<Observed>;
+  /** Replays these dead-lettered keys of `route` with every rule passing, as a new execution. */
+  replayDead(shape: Shape, parent: Observed, route: string, keys: readonly string[]): Promise<Observed>;
   close(): Promise<void>;
 }
 
@@ -73,7 +73,7 @@ export async function openModelRun(
     const status = await engine.service.waitForEnd(id, 600_000);
     const ended = Date.now();
     await db.lineage.flush();
-    const page = await db.lineage.rows(id, { limit: 10_000 });
+    const page = { items: await allRows(db, id) };
     const routes: Record<string, RouteOutcome> = {};
     for (const r of shape.routes) routes[r.name] = emptyOutcome();
     const messages = page.items.filter((row: LineageRow) => row.kind === "message");
@@ -117,10 +117,15 @@ export async function openModelRun(
       const record = await engine.service.create({ config });
       return observe(shape, record.id);
     },
-    async replayDead(shape, parent, route) {
-      const rows = await db.lineage.rows(parent.id, { limit: 10_000, kind: "message" });
-      const ids = rows.items
-        .filter((r) => r.route === route && r.status === "failed")
+    async replayDead(shape, parent, route, keys) {
+      const rows = await allRows(db, parent.id, "message");
+      const ids = rows
+        .filter(
+          (r) =>
+            r.route === route &&
+            r.status === "failed" &&
+            keys.includes((r.payload as { k?: string })?.k ?? ""),
+        )
         .map((r) => r.messageId);
       healing.active = true;
       try {
@@ -136,6 +141,20 @@ export async function openModelRun(
       if (options.lineage === undefined) await db.close();
     },
   };
+}
+
+/** Every lineage row of an execution, page by page (a page holds at most 10,000). */
+async function allRows(db: LineageDatabase, executionId: string, kind?: "message"): Promise<LineageRow[]> {
+  const rows: LineageRow[] = [];
+  for (;;) {
+    const page = await db.lineage.rows(executionId, {
+      limit: 10_000,
+      offset: rows.length,
+      ...(kind === undefined ? {} : { kind }),
+    });
+    rows.push(...page.items);
+    if (page.items.length < 10_000) return rows;
+  }
 }
 
 /**
