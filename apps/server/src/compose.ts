@@ -362,6 +362,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         return engine.service.get(id);
       },
       active: () => engine.manager.active().length,
+      runningHere: () => engine.manager.active(),
       shutdown: () => engine.shutdown(),
     };
 

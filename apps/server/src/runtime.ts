@@ -43,6 +43,11 @@ export interface EngineFacade {
   waitForEnd(id: string): Promise<ExecutionRecord>;
   /** Executions running in this process. */
   active(): number;
+  /**
+   * Ids of the executions running in this process. A `running` execution missing here was left
+   * behind by a stopped server: the one case where `resume` does something.
+   */
+  runningHere(): readonly string[];
   shutdown(): Promise<void>;
 }
 

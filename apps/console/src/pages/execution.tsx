@@ -1,10 +1,12 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, type ExecutionDetail, type PipelineSnapshot, type QueueStats, query } from "../api.ts";
-import { ErrorBox, Section, StatusBadge, useLoad } from "../components/common.tsx";
+import { ErrorBox, Loading, Section, StatusBadge, useLoad } from "../components/common.tsx";
 import { type GraphEdge, type GraphNode, GraphView } from "../components/graph-view.tsx";
-import { duration, when } from "../format.ts";
+import { PageTitle } from "../components/page-title.tsx";
+import { duration, shortId, when } from "../format.ts";
 import { href, hrefWith, navigate } from "../router.ts";
 import { followEvents } from "../sse.ts";
+import { canResume, useSystemInfo } from "../system-info.ts";
 
 type LiveCounters = Record<string, Record<string, number>>;
 
@@ -15,6 +17,7 @@ export function ExecutionPage(props: { id: string }) {
   const [live, setLive] = useState<LiveCounters | undefined>();
   const [lastEvent, setLastEvent] = useState("");
   const status = detail.data?.status;
+  const info = useSystemInfo(status === "running" ? 3000 : undefined);
 
   // Live progress while running; every event also refreshes the lineage counts (throttled).
   useEffect(() => {
@@ -89,8 +92,7 @@ export function ExecutionPage(props: { id: string }) {
         edges.push({ from: `route:${name}`, to: `queue:${out}`, label: String(counters(name, "published")) });
       }
     }
-    for (const q of queues)
-      nodes.push({ id: `queue:${q}`, label: q, kind: "queue", detail: "queue", width: 120 });
+    for (const q of queues) nodes.push({ id: `queue:${q}`, label: q, kind: "queue", detail: "queue" });
     return { nodes, edges };
   }, [snapshot, record, live]);
 
@@ -111,27 +113,43 @@ export function ExecutionPage(props: { id: string }) {
     try {
       await api("POST", `${path}/${action}`, {});
       detail.reload();
+      info.reload();
     } catch (e) {
       setActionError(e as Error);
     }
   }
 
-  if (record === undefined) return <ErrorBox error={detail.error} />;
+  const heading = <PageTitle title={`Execution ${props.id}`} tabTitle={`Execution ${shortId(props.id)}`} />;
+  if (record === undefined)
+    return (
+      <div>
+        {heading}
+        {detail.error === undefined ? <Loading what="the execution" /> : <ErrorBox error={detail.error} />}
+      </div>
+    );
   return (
     <div data-testid="execution-page" data-status={record.status}>
+      {heading}
       <Section
-        title={`Execution ${record.id}`}
+        title="Facts"
         actions={
-          record.status === "running" ? (
-            <span>
-              <button type="button" onClick={() => act("cancel")}>
+          <span>
+            {record.status === "running" ? (
+              <button type="button" data-testid="cancel" onClick={() => act("cancel")}>
                 cancel
-              </button>{" "}
-              <button type="button" onClick={() => act("resume")}>
+              </button>
+            ) : null}{" "}
+            {canResume(info.data, record.id, record.status) ? (
+              <button
+                type="button"
+                data-testid="resume"
+                title="continue an execution left running by a stopped server"
+                onClick={() => act("resume")}
+              >
                 resume
               </button>
-            </span>
-          ) : null
+            ) : null}
+          </span>
         }
       >
         <dl class="facts">
@@ -240,7 +258,7 @@ export function ExecutionPage(props: { id: string }) {
           label="the pipeline: routes and the queues between them"
           nodes={graph.nodes}
           edges={graph.edges}
-          fit
+          direction="auto"
         />
         <p class="muted">
           Edges into a route count acknowledged deliveries; edges out of it count published messages.

@@ -1,9 +1,11 @@
 import { useEffect, useState } from "preact/hooks";
-import { api, type ConfigEntry, type Execution, type Page, query } from "../api.ts";
+import { ApiError, api, type ConfigEntry, type Execution, type Page, query } from "../api.ts";
 import { ErrorBox, Pager, Section, StatusBadge, useLoad } from "../components/common.tsx";
+import { PageTitle } from "../components/page-title.tsx";
 import { counterTotals, duration, shortId, when } from "../format.ts";
 import { href, hrefWith, navigate, type Route } from "../router.ts";
 import { followEvents } from "../sse.ts";
+import { canResume, type SystemInfo, useSystemInfo } from "../system-info.ts";
 
 const LIMIT = 25;
 /** SSE streams the list keeps open at once: browsers allow six connections per origin. */
@@ -23,6 +25,7 @@ export function ExecutionsPage(props: { route: Route }) {
     3000,
   );
   const [actionError, setActionError] = useState<Error | undefined>();
+  const info = useSystemInfo(3000);
 
   // Live: follow the running executions on this page; each event refreshes the list.
   const running = (list.data?.items ?? []).filter((e) => e.status === "running").slice(0, MAX_STREAMS);
@@ -50,6 +53,7 @@ export function ExecutionsPage(props: { route: Route }) {
     try {
       await api("POST", `/executions/${encodeURIComponent(id)}/${action}`, {});
       list.reload();
+      info.reload();
     } catch (e) {
       setActionError(e as Error);
     }
@@ -57,6 +61,7 @@ export function ExecutionsPage(props: { route: Route }) {
 
   return (
     <div>
+      <PageTitle title="Executions" />
       <StartForm onStarted={(id) => navigate(href("executions", id))} />
       <Section title="Executions">
         <form class="filters" onSubmit={(e) => e.preventDefault()}>
@@ -105,7 +110,7 @@ export function ExecutionsPage(props: { route: Route }) {
               <th>ended</th>
               <th>duration</th>
               <th>acked / failed / published</th>
-              <th />
+              <th>actions</th>
             </tr>
           </thead>
           <tbody>
@@ -142,18 +147,19 @@ export function ExecutionsPage(props: { route: Route }) {
                   </td>
                   <td class="actions">
                     {e.status === "running" ? (
-                      <>
-                        <button type="button" onClick={() => act(e.id, "cancel")}>
-                          cancel
-                        </button>
-                        <button
-                          type="button"
-                          title="continue an execution left running by a stopped server"
-                          onClick={() => act(e.id, "resume")}
-                        >
-                          resume
-                        </button>
-                      </>
+                      <button type="button" data-testid="cancel" onClick={() => act(e.id, "cancel")}>
+                        cancel
+                      </button>
+                    ) : null}
+                    {canResume(info.data, e.id, e.status) ? (
+                      <button
+                        type="button"
+                        data-testid="resume"
+                        title="continue an execution left running by a stopped server"
+                        onClick={() => act(e.id, "resume")}
+                      >
+                        resume
+                      </button>
                     ) : null}
                   </td>
                 </tr>
@@ -180,6 +186,20 @@ function StartForm(props: { onStarted: (id: string) => void }) {
   const [input, setInput] = useState("{}");
   const [error, setError] = useState<Error | undefined>();
   const chosen = name !== "" ? name : (configs.data?.items[0]?.name ?? "");
+  // A 429 (every slot busy) holds only until a slot frees up: while it shows, the system info is
+  // re-read (keyed on the refusal, so only answers given after it count).
+  const busyAt = error instanceof ApiError && error.status === 429 ? error : undefined;
+  const slots = useLoad(
+    () => (busyAt === undefined ? Promise.resolve(undefined) : api<SystemInfo>("GET", "/system/info")),
+    [busyAt],
+    busyAt === undefined ? undefined : 2000,
+  );
+  const busy = busyAt !== undefined;
+  const max = slots.data?.settings.max_concurrent;
+  const running = slots.data?.executions_running;
+  useEffect(() => {
+    if (busy && max !== undefined && running !== undefined && running < max) setError(undefined);
+  }, [busy, max, running]);
 
   async function start(e: Event) {
     e.preventDefault();
@@ -232,7 +252,14 @@ function StartForm(props: { onStarted: (id: string) => void }) {
           start
         </button>
       </form>
-      <ErrorBox error={configs.error ?? error} />
+      {busy ? (
+        <div class="refusal" role="status" data-testid="busy">
+          All {max ?? "the"} execution slots of this server are taken ({busyAt.message}). This notice goes
+          away as soon as one frees up.
+        </div>
+      ) : (
+        <ErrorBox error={configs.error ?? error} />
+      )}
     </Section>
   );
 }

@@ -1,7 +1,8 @@
 import { useMemo, useRef, useState } from "preact/hooks";
 import { api, type LineageRow, type Page, query } from "../api.ts";
-import { ErrorBox, Section, StatusBadge, useLoad } from "../components/common.tsx";
+import { ErrorBox, Loading, Section, StatusBadge, useLoad } from "../components/common.tsx";
 import { type GraphEdge, type GraphNode, GraphView } from "../components/graph-view.tsx";
+import { PageTitle } from "../components/page-title.tsx";
 import { VirtualTable } from "../components/virtual-table.tsx";
 import { shortId, when } from "../format.ts";
 import { href, hrefWith, navigate, type Route } from "../router.ts";
@@ -76,54 +77,61 @@ export function LineageListPage(props: { executionId: string; route: Route }) {
     navigate(hrefWith(["executions", props.executionId, "lineage"], { ...filters, ...changes }));
 
   return (
-    <Section
-      title={`Lineage of execution ${shortId(props.executionId)}`}
-      actions={<a href={href("executions", props.executionId)}>back to the execution</a>}
-    >
-      <form class="filters" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          kind{" "}
-          <select value={kind} onChange={(e) => setFilter({ kind: (e.target as HTMLSelectElement).value })}>
-            <option value="">any</option>
-            <option value="message">message</option>
-            <option value="adapter">adapter</option>
-          </select>
-        </label>
-        <label>
-          status{" "}
-          <select
-            value={status}
-            onChange={(e) => setFilter({ status: (e.target as HTMLSelectElement).value })}
-          >
-            <option value="">any</option>
-            {["pending", "initiated", "processing", "completed", "failed", "abandoned"].map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          route{" "}
-          <input
-            value={routeName}
-            onChange={(e) => setFilter({ route: (e.target as HTMLInputElement).value.trim() })}
-          />
-        </label>
-        <span class="muted">{total === undefined ? "loading…" : `${total} rows`}</span>
-      </form>
-      <ErrorBox error={error} />
-      <VirtualTable
-        testId="lineage-rows"
-        count={total ?? 0}
-        columns={COLUMNS}
-        rowAt={rowAt}
-        renderRow={(row) => cells(row, props.executionId)}
-        onRange={(start, end) => {
-          for (let page = Math.floor(start / PAGE); page <= Math.floor(end / PAGE); page++) loadPage(page);
-        }}
+    <div>
+      <PageTitle
+        title={`Lineage of execution ${props.executionId}`}
+        tabTitle={`Lineage of execution ${shortId(props.executionId)}`}
       />
-    </Section>
+      <Section
+        title="Rows"
+        actions={<a href={href("executions", props.executionId)}>back to the execution</a>}
+      >
+        <form class="filters" onSubmit={(e) => e.preventDefault()}>
+          <label>
+            kind{" "}
+            <select value={kind} onChange={(e) => setFilter({ kind: (e.target as HTMLSelectElement).value })}>
+              <option value="">any</option>
+              <option value="message">message</option>
+              <option value="adapter">adapter</option>
+            </select>
+          </label>
+          <label>
+            status{" "}
+            <select
+              value={status}
+              onChange={(e) => setFilter({ status: (e.target as HTMLSelectElement).value })}
+            >
+              <option value="">any</option>
+              {["pending", "initiated", "processing", "completed", "failed", "abandoned"].map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            route{" "}
+            <input
+              value={routeName}
+              onChange={(e) => setFilter({ route: (e.target as HTMLInputElement).value.trim() })}
+            />
+          </label>
+          <span class="muted">{total === undefined ? "loading…" : `${total} rows`}</span>
+        </form>
+        <ErrorBox error={error} />
+        <VirtualTable
+          testId="lineage-rows"
+          label="lineage rows of the execution"
+          count={total ?? 0}
+          columns={COLUMNS}
+          rowAt={rowAt}
+          renderRow={(row) => cells(row, props.executionId)}
+          onRange={(start, end) => {
+            for (let page = Math.floor(start / PAGE); page <= Math.floor(end / PAGE); page++) loadPage(page);
+          }}
+        />
+      </Section>
+    </div>
   );
 }
 
@@ -144,23 +152,43 @@ export function LineageTreePage(props: { executionId: string; messageId: string 
       ).then((page) => page.total),
     [props.executionId],
   );
-  if (size.data === undefined) return <ErrorBox error={size.error} />;
+  const heading = (
+    <PageTitle
+      title={`Lineage of message ${props.messageId}`}
+      tabTitle={`Lineage of message ${shortId(props.messageId)}`}
+    />
+  );
+  if (size.data === undefined)
+    return (
+      <div>
+        {heading}
+        {size.error === undefined ? <Loading what="the lineage" /> : <ErrorBox error={size.error} />}
+      </div>
+    );
   if (size.data > LARGE_EXECUTION && !confirmed) {
     return (
-      <Section title={`Lineage of message ${shortId(props.messageId)}`}>
-        <p data-testid="large-tree">
-          This execution has {size.data} lineage rows. The API returns a message's tree whole, and the tree of
-          an early message (the first one, or a large fan-out's parent) can hold most of them and take minutes
-          to compute. Branches near the leaves are quick.
-        </p>
-        <button type="button" data-testid="load-tree" onClick={() => setConfirmed(true)}>
-          load this message's tree
-        </button>{" "}
-        <a href={href("executions", props.executionId, "lineage")}>browse the rows page by page instead</a>
-      </Section>
+      <div>
+        {heading}
+        <Section title="A large execution">
+          <p data-testid="large-tree">
+            This execution has {size.data} lineage rows. The API returns a message's tree whole, and the tree
+            of an early message (the first one, or a large fan-out's parent) can hold most of them and take
+            minutes to compute. Branches near the leaves are quick.
+          </p>
+          <button type="button" data-testid="load-tree" onClick={() => setConfirmed(true)}>
+            load this message's tree
+          </button>{" "}
+          <a href={href("executions", props.executionId, "lineage")}>browse the rows page by page instead</a>
+        </Section>
+      </div>
     );
   }
-  return <LineageTree executionId={props.executionId} messageId={props.messageId} />;
+  return (
+    <div>
+      {heading}
+      <LineageTree executionId={props.executionId} messageId={props.messageId} />
+    </div>
+  );
 }
 
 function LineageTree(props: { executionId: string; messageId: string }) {
@@ -175,13 +203,14 @@ function LineageTree(props: { executionId: string; messageId: string }) {
   const rows = tree.data?.items ?? [];
   const graph = useMemo(() => buildTree(rows, props.executionId, props.messageId), [rows]);
 
+  if (tree.data === undefined)
+    return tree.error === undefined ? <Loading what="the tree" /> : <ErrorBox error={tree.error} />;
   return (
-    <div data-testid="lineage-page">
+    <div data-testid="lineage-page" data-message-id={props.messageId}>
       <Section
-        title={`Lineage of message ${shortId(props.messageId)}`}
+        title="Tree"
         actions={<a href={href("executions", props.executionId, "lineage")}>all rows of the execution</a>}
       >
-        <ErrorBox error={tree.error} />
         <p class="muted" data-testid="lineage-summary" data-messages={graph.messages} data-rows={rows.length}>
           {graph.messages} messages, {rows.length} rows (message hops, adapter attempts and errors)
           {graph.messages > MAX_DRAWN
@@ -193,11 +222,13 @@ function LineageTree(props: { executionId: string; messageId: string }) {
           label="the message's lineage tree"
           nodes={graph.nodes}
           edges={graph.edges}
+          focus={props.messageId}
         />
       </Section>
       <Section title="Rows">
         <VirtualTable
           testId="lineage-tree-rows"
+          label="rows of the message's tree"
           count={rows.length}
           columns={COLUMNS}
           rowAt={(i) => rows[i]}
@@ -232,7 +263,9 @@ function buildTree(rows: LineageRow[], executionId: string, focus: string) {
   const nodes: GraphNode[] = [];
   const edges: GraphEdge[] = [];
   const drawn = new Set<string>();
-  for (const [id, entry] of messages) {
+  // The focused message is always drawn, whatever the cap leaves out.
+  const ordered = [...messages].sort(([a], [b]) => Number(b === focus) - Number(a === focus));
+  for (const [id, entry] of ordered) {
     if (drawn.size >= MAX_DRAWN) break;
     drawn.add(id);
     const errors = adapterFailures.get(id) ?? 0;

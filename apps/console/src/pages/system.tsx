@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { api } from "../api.ts";
 import { ErrorBox, Section, useLoad } from "../components/common.tsx";
+import { PageTitle } from "../components/page-title.tsx";
 import { QueuesTable } from "./queues-table.tsx";
 
 interface Counters {
@@ -53,6 +54,7 @@ export function SystemPage() {
   const lost = (counters.data?.durability.lost ?? 0) + (counters.data?.lineage.lost ?? 0);
   return (
     <div>
+      <PageTitle title="Queues & system" />
       <Section title="Readiness">
         <ErrorBox error={ready.error} />
         {ready.data === undefined ? null : (
