@@ -7,6 +7,7 @@ import { ExecutionsPage } from "./pages/executions.tsx";
 import { LineageListPage, LineageTreePage } from "./pages/lineage.tsx";
 import { LoginPage } from "./pages/login.tsx";
 import { NotFoundPage } from "./pages/not-found.tsx";
+import { SearchBox, SearchPage } from "./pages/search.tsx";
 import { SystemPage } from "./pages/system.tsx";
 import { href, type Route, useRoute } from "./router.ts";
 import type { SystemInfo } from "./system-info.ts";
@@ -77,6 +78,12 @@ export function App() {
         {navLink("dead-letters", "Dead letters")}
         {navLink("system", "Queues & system")}
         <span class="spacer" />
+        {access.state === "open" ? (
+          <SearchBox
+            key={route.params.get("id") ?? ""}
+            initial={section === "search" ? (route.params.get("id") ?? "") : ""}
+          />
+        ) : null}
         {access.state === "open" && access.info !== undefined ? (
           <span class="nav-note">provider {access.info.provider}</span>
         ) : null}
@@ -114,5 +121,6 @@ function Page(props: { route: Route }) {
   }
   if (section === "dead-letters" && id === undefined) return <DeadLettersPage route={props.route} />;
   if (section === "system" && id === undefined) return <SystemPage />;
+  if (section === "search" && id === undefined) return <SearchPage route={props.route} />;
   return <NotFoundPage path={props.route.path} />;
 }

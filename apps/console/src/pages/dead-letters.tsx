@@ -2,18 +2,13 @@ import { useState } from "preact/hooks";
 import { ApiError, api, type DeadLetter, type ExecutionDetail, type Page, query } from "../api.ts";
 import { ErrorBox, Pager, Section, useLoad } from "../components/common.tsx";
 import { PageTitle } from "../components/page-title.tsx";
-import { preview, shortId, when } from "../format.ts";
+import { shortId } from "../format.ts";
 import { href, hrefWith, navigate, type Route } from "../router.ts";
+import { idsOf, type Pending, perform, question } from "./dead-letter-actions.ts";
+import { DeadLetterTable } from "./dead-letter-table.tsx";
 import { QueuesTable } from "./queues-table.tsx";
 
 const LIMIT = 20;
-/** Bodies are shown up to this many characters of JSON. */
-const BODY_CAP = 2048;
-
-type Pending =
-  | { kind: "discard"; letter: DeadLetter }
-  | { kind: "redrive-all"; force: boolean }
-  | { kind: "redrive-one"; letter: DeadLetter; force: boolean };
 
 /** `/queue/<execution id>/<queue>` → its parts, for the replay suggestion. */
 function scoped(destination: string): { executionId: string; queue: string } | undefined {
@@ -21,7 +16,7 @@ function scoped(destination: string): { executionId: string; queue: string } | u
   return match === null ? undefined : { executionId: match[1] as string, queue: match[2] as string };
 }
 
-/** Dead letters of one queue: browse, redrive one/all, discard, with confirmations and exact counts. */
+/** Dead letters of one queue: browse, redrive, discard (one, a selection, all), with exact counts. */
 export function DeadLettersPage(props: { route: Route }) {
   const destination = props.route.params.get("destination") ?? "";
   const offset = Number(props.route.params.get("offset") ?? "0") || 0;
@@ -36,7 +31,7 @@ export function DeadLettersPage(props: { route: Route }) {
       </div>
     );
   }
-  return <DeadLetterBrowser destination={destination} offset={offset} />;
+  return <DeadLetterBrowser key={`${destination}@${offset}`} destination={destination} offset={offset} />;
 }
 
 function DeadLetterBrowser(props: { destination: string; offset: number }) {
@@ -51,9 +46,10 @@ function DeadLetterBrowser(props: { destination: string; offset: number }) {
   const [refusal, setRefusal] = useState<
     { message: string; messageIds: string[]; action: Pending } | undefined
   >();
-  const [openBody, setOpenBody] = useState<string | undefined>();
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
   const total = page.data?.total ?? 0;
   const target = scoped(destination);
+  const chosen = [...selected];
 
   /** The queue's dead letters now: counts in outcomes come from the server, never the page's last read. */
   const countNow = () =>
@@ -71,32 +67,12 @@ function DeadLetterBrowser(props: { destination: string; offset: number }) {
     setRefusal(undefined);
     try {
       const before = await countNow();
-      let done: string;
-      if (action.kind === "discard") {
-        await api("POST", "/queues/dlq/discard", { destination, message_id: action.letter.message_id });
-        done = `discarded ${action.letter.message_id}`;
-      } else if (action.kind === "redrive-one") {
-        await api("POST", "/queues/dlq/redrive-one", {
-          destination,
-          message_id: action.letter.message_id,
-          force: action.force,
-        });
-        done = `redrove ${action.letter.message_id}`;
-      } else {
-        const result = await api<{ redriven: number }>("POST", "/queues/dlq/redrive", {
-          destination,
-          force: action.force,
-        });
-        done = `redrove ${result.redriven} dead letter${result.redriven === 1 ? "" : "s"}`;
-      }
+      const done = await perform(action, destination);
       setOutcome(`${done}; dead letters: ${before} → ${await countNow()}`);
+      setSelected(new Set());
     } catch (e) {
       if (e instanceof ApiError && e.code === "execution_not_running") {
-        const ids =
-          action.kind === "redrive-one"
-            ? [action.letter.message_id]
-            : (page.data?.items ?? []).map((l) => l.message_id);
-        setRefusal({ message: e.message, messageIds: ids, action });
+        setRefusal({ message: e.message, messageIds: idsOf(action, page.data?.items ?? []), action });
       } else setError(e as Error);
     }
     page.reload();
@@ -148,20 +124,30 @@ function DeadLetterBrowser(props: { destination: string; offset: number }) {
         <p data-testid="dlq-total" data-total={total}>
           {page.data === undefined ? "loading…" : `${total} dead letter${total === 1 ? "" : "s"}`}
         </p>
+        <div class="bulk" data-testid="bulk">
+          <span class="muted">{chosen.length} selected</span>{" "}
+          <button
+            type="button"
+            data-testid="redrive-selected"
+            disabled={chosen.length === 0}
+            onClick={() => ask({ kind: "redrive-selected", ids: chosen, force: false })}
+          >
+            redrive selected
+          </button>{" "}
+          <button
+            type="button"
+            data-testid="discard-selected"
+            disabled={chosen.length === 0}
+            onClick={() => ask({ kind: "discard-selected", ids: chosen })}
+          >
+            discard selected
+          </button>
+        </div>
         {pending === undefined ? null : (
           <div class="confirm" data-testid="confirm">
-            <p>
-              {pending.kind === "discard"
-                ? `Discard dead letter ${pending.letter.message_id} for good? 1 of ${total} dead letters will be deleted; this cannot be undone.`
-                : pending.kind === "redrive-one"
-                  ? `Move dead letter ${pending.letter.message_id} back to ${destination} with a fresh attempt budget? ${total} → ${total - 1} dead letters.`
-                  : `Move all ${total} dead letters back to ${destination} with a fresh attempt budget? ${total} → 0 dead letters.`}
-              {"force" in pending && pending.force
-                ? " The execution is over: nothing will consume the queue unless you do."
-                : ""}
-            </p>
+            <p>{question(pending, destination, total)}</p>
             <button type="button" data-testid="confirm-yes" onClick={() => confirm(pending)}>
-              {pending.kind === "discard" ? "discard" : "redrive"}
+              {pending.kind.startsWith("discard") ? "discard" : "redrive"}
             </button>{" "}
             <button type="button" onClick={() => setPending(undefined)}>
               keep as is
@@ -187,7 +173,9 @@ function DeadLetterBrowser(props: { destination: string; offset: number }) {
                 data-testid="redrive-force"
                 onClick={() => {
                   setRefusal(undefined);
-                  if (refusal.action.kind !== "discard") ask({ ...refusal.action, force: true });
+                  const again = refusal.action;
+                  if (again.kind !== "discard" && again.kind !== "discard-selected")
+                    ask({ ...again, force: true });
                 }}
               >
                 redrive anyway (force)
@@ -201,79 +189,12 @@ function DeadLetterBrowser(props: { destination: string; offset: number }) {
           </p>
         )}
         <ErrorBox error={page.error ?? error} />
-        <table class="grid" data-testid="dlq-table">
-          <thead>
-            <tr>
-              <th>message</th>
-              <th>reason</th>
-              <th>attempts</th>
-              <th>last error</th>
-              <th>dead-lettered</th>
-              <th>actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(page.data?.items ?? []).map((letter) => {
-              const body = preview(letter.body, BODY_CAP);
-              return [
-                <tr key={letter.message_id} data-message-id={letter.message_id}>
-                  <td>
-                    {letter.execution_id === null ? (
-                      shortId(letter.message_id)
-                    ) : (
-                      <a
-                        href={href("executions", letter.execution_id, "lineage", letter.message_id)}
-                        title="lineage of this message"
-                      >
-                        {shortId(letter.message_id)}
-                      </a>
-                    )}
-                  </td>
-                  <td>{letter.reason}</td>
-                  <td class="num">{letter.attempts}</td>
-                  <td class="error-text">{letter.last_error ?? ""}</td>
-                  <td>{when(letter.dead_lettered_at)}</td>
-                  <td class="actions">
-                    <button
-                      type="button"
-                      onClick={() =>
-                        setOpenBody(openBody === letter.message_id ? undefined : letter.message_id)
-                      }
-                    >
-                      body
-                    </button>
-                    <button
-                      type="button"
-                      data-testid="redrive-one"
-                      onClick={() => ask({ kind: "redrive-one", letter, force: false })}
-                    >
-                      redrive
-                    </button>
-                    <button
-                      type="button"
-                      data-testid="discard"
-                      onClick={() => ask({ kind: "discard", letter })}
-                    >
-                      discard
-                    </button>
-                  </td>
-                </tr>,
-                openBody === letter.message_id ? (
-                  <tr key={`${letter.message_id}-body`}>
-                    <td colSpan={6}>
-                      <pre class="body">{body.text}</pre>
-                      {body.cut ? (
-                        <p class="muted">
-                          showing {BODY_CAP} of {body.size} characters
-                        </p>
-                      ) : null}
-                    </td>
-                  </tr>
-                ) : null,
-              ];
-            })}
-          </tbody>
-        </table>
+        <DeadLetterTable
+          letters={page.data?.items ?? []}
+          selected={selected}
+          onSelect={setSelected}
+          ask={ask}
+        />
         <Pager
           total={total}
           offset={offset}

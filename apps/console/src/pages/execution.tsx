@@ -3,10 +3,13 @@ import { api, type ExecutionDetail, type PipelineSnapshot, type QueueStats, quer
 import { ErrorBox, Loading, Section, StatusBadge, useLoad } from "../components/common.tsx";
 import { type GraphEdge, type GraphNode, GraphView } from "../components/graph-view.tsx";
 import { PageTitle } from "../components/page-title.tsx";
-import { duration, shortId, when } from "../format.ts";
+import { Time } from "../components/time.tsx";
+import { duration, shortId } from "../format.ts";
 import { href, hrefWith, navigate } from "../router.ts";
 import { followEvents } from "../sse.ts";
 import { canResume, useSystemInfo } from "../system-info.ts";
+import { ExecutionInput } from "./execution-input.tsx";
+import { addProgress, type RateHistory, RouteRate } from "./route-rates.tsx";
 
 type LiveCounters = Record<string, Record<string, number>>;
 
@@ -16,6 +19,7 @@ export function ExecutionPage(props: { id: string }) {
   const detail = useLoad(() => api<ExecutionDetail>("GET", `${path}?snapshot=true`), [props.id]);
   const [live, setLive] = useState<LiveCounters | undefined>();
   const [lastEvent, setLastEvent] = useState("");
+  const [rates, setRates] = useState<RateHistory>({});
   const status = detail.data?.status;
   const info = useSystemInfo(status === "running" ? 3000 : undefined);
 
@@ -26,7 +30,10 @@ export function ExecutionPage(props: { id: string }) {
     const stop = followEvents(props.id, (event) => {
       setLastEvent(event.event);
       const routes = (event.data as { routes?: LiveCounters } | null)?.routes;
-      if (routes !== undefined) setLive(routes);
+      if (routes !== undefined) {
+        setLive(routes);
+        if (event.event === "route_progress") setRates((h) => addProgress(h, Date.now(), routes));
+      }
       timer ??= setTimeout(
         () => {
           timer = undefined;
@@ -166,12 +173,17 @@ export function ExecutionPage(props: { id: string }) {
             {record.config_version === null ? "" : ` v${record.config_version}`}
           </dd>
           <dt>started</dt>
-          <dd>{when(record.created_at)}</dd>
+          <dd>
+            <Time iso={record.created_at} />
+          </dd>
           <dt>completion moment</dt>
           <dd data-testid="completion-moment">
             {record.finished_at === null
               ? "not yet"
-              : `${when(record.finished_at)} (after ${duration(record.created_at, record.finished_at)})`}
+              : [
+                  <Time key="t" iso={record.finished_at} />,
+                  ` (after ${duration(record.created_at, record.finished_at)})`,
+                ]}
           </dd>
           {record.parent_execution_id === null ? null : (
             <>
@@ -209,6 +221,7 @@ export function ExecutionPage(props: { id: string }) {
               <th>dead letters</th>
               <th>in flight</th>
               <th>published</th>
+              <th>rate (messages · failures per second)</th>
             </tr>
           </thead>
           <tbody>
@@ -246,11 +259,17 @@ export function ExecutionPage(props: { id: string }) {
                   <td class="num" data-col="published">
                     {counters(route, "published")}
                   </td>
+                  <td data-col="rate">
+                    <RouteRate route={route} history={rates[route]} />
+                  </td>
                 </tr>
               );
             })}
           </tbody>
         </table>
+        <p class="muted">
+          The rate column follows the live event stream while the execution runs and this page is open.
+        </p>
       </Section>
       <Section title="Pipeline">
         <GraphView
@@ -264,6 +283,7 @@ export function ExecutionPage(props: { id: string }) {
           Edges into a route count acknowledged deliveries; edges out of it count published messages.
         </p>
       </Section>
+      <ExecutionInput record={record} />
       <Section title="Replay">
         <div class="start">
           <label>

@@ -2,7 +2,8 @@ import { useEffect, useState } from "preact/hooks";
 import { ApiError, api, type ConfigEntry, type Execution, type Page, query } from "../api.ts";
 import { ErrorBox, Pager, Section, StatusBadge, useLoad } from "../components/common.tsx";
 import { PageTitle } from "../components/page-title.tsx";
-import { counterTotals, duration, shortId, when } from "../format.ts";
+import { Time } from "../components/time.tsx";
+import { counterTotals, duration, shortId } from "../format.ts";
 import { href, hrefWith, navigate, type Route } from "../router.ts";
 import { followEvents } from "../sse.ts";
 import { canResume, type SystemInfo, useSystemInfo } from "../system-info.ts";
@@ -11,17 +12,38 @@ const LIMIT = 25;
 /** SSE streams the list keeps open at once: browsers allow six connections per origin. */
 const MAX_STREAMS = 2;
 
-/** Executions: filters, paging, live updates, start / cancel / resume. */
+type Filters = { status: string; config: string; parent: string };
+
+/**
+ * One page of executions. The API lists newest first; oldest first is the same list read from its
+ * end (the total first, then the page mirrored at `total - offset - LIMIT`, reversed), so it stays
+ * exact under any filter.
+ */
+async function listPage(filters: Filters, offset: number, oldestFirst: boolean): Promise<Page<Execution>> {
+  if (!oldestFirst)
+    return api<Page<Execution>>("GET", `/executions${query({ ...filters, offset, limit: LIMIT })}`);
+  const { total } = await api<Page<Execution>>("GET", `/executions${query({ ...filters, limit: 1 })}`);
+  const end = total - offset;
+  if (end <= 0) return { total, offset, limit: LIMIT, items: [] };
+  const from = Math.max(0, end - LIMIT);
+  const page = await api<Page<Execution>>(
+    "GET",
+    `/executions${query({ ...filters, offset: from, limit: end - from })}`,
+  );
+  return { total: page.total, offset, limit: LIMIT, items: [...page.items].reverse() };
+}
+
+/** Executions: filters, order, paging, live updates, start / cancel / resume. */
 export function ExecutionsPage(props: { route: Route }) {
   const p = props.route.params;
   const status = p.get("status") ?? "";
   const config = p.get("config") ?? "";
   const parent = p.get("parent") ?? "";
   const offset = Number(p.get("offset") ?? "0") || 0;
+  const order = p.get("order") === "oldest" ? "oldest" : undefined;
   const list = useLoad(
-    () =>
-      api<Page<Execution>>("GET", `/executions${query({ status, config, parent, offset, limit: LIMIT })}`),
-    [status, config, parent, offset],
+    () => listPage({ status, config, parent }, offset, order === "oldest"),
+    [status, config, parent, offset, order],
     3000,
   );
   const [actionError, setActionError] = useState<Error | undefined>();
@@ -46,7 +68,7 @@ export function ExecutionsPage(props: { route: Route }) {
   }, [runningKey, list.reload]);
 
   const setFilter = (changes: Record<string, string | number | undefined>) =>
-    navigate(hrefWith(["executions"], { status, config, parent, offset, ...changes }));
+    navigate(hrefWith(["executions"], { status, config, parent, order, offset, ...changes }));
 
   async function act(id: string, action: "cancel" | "resume") {
     setActionError(undefined);
@@ -106,7 +128,16 @@ export function ExecutionsPage(props: { route: Route }) {
               <th>id</th>
               <th>status</th>
               <th>config</th>
-              <th>started</th>
+              <th aria-sort={order === "oldest" ? "ascending" : "descending"}>
+                <button
+                  type="button"
+                  class="sort"
+                  data-testid="sort-started"
+                  onClick={() => setFilter({ order: order === "oldest" ? undefined : "oldest", offset: 0 })}
+                >
+                  started {order === "oldest" ? "↑ oldest first" : "↓ newest first"}
+                </button>
+              </th>
               <th>ended</th>
               <th>duration</th>
               <th>acked / failed / published</th>
@@ -139,8 +170,12 @@ export function ExecutionsPage(props: { route: Route }) {
                     {e.config_name}
                     {e.config_version === null ? "" : ` v${e.config_version}`}
                   </td>
-                  <td>{when(e.created_at)}</td>
-                  <td>{when(e.finished_at)}</td>
+                  <td>
+                    <Time iso={e.created_at} />
+                  </td>
+                  <td>
+                    <Time iso={e.finished_at} />
+                  </td>
                   <td>{duration(e.created_at, e.finished_at)}</td>
                   <td class="num">
                     {totals.acknowledged ?? 0} / {totals.failed ?? 0} / {totals.published ?? 0}

@@ -3,9 +3,11 @@ import { api, type LineageRow, type Page, query } from "../api.ts";
 import { ErrorBox, Loading, Section, StatusBadge, useLoad } from "../components/common.tsx";
 import { type GraphEdge, type GraphNode, GraphView } from "../components/graph-view.tsx";
 import { PageTitle } from "../components/page-title.tsx";
+import { Time } from "../components/time.tsx";
 import { VirtualTable } from "../components/virtual-table.tsx";
-import { shortId, when } from "../format.ts";
+import { shortId } from "../format.ts";
 import { href, hrefWith, navigate, type Route } from "../router.ts";
+import { LineageRowDetail } from "./lineage-row-detail.tsx";
 
 /** Rows fetched per request while scrolling the execution's lineage (the API's maximum). */
 const PAGE = 500;
@@ -14,13 +16,13 @@ const MAX_DRAWN = 400;
 /** Executions with more lineage rows than this ask before fetching a tree (it comes whole). */
 const LARGE_EXECUTION = 20_000;
 
-const COLUMNS = ["message", "kind", "route", "adapter", "attempt", "status", "error", "started"];
+const COLUMNS = ["message", "kind", "route", "adapter", "attempt", "status", "error", "started", "details"];
 
 function errorText(row: LineageRow): string {
   return row.error === null ? "" : `${row.error.class}: ${row.error.message}`;
 }
 
-function cells(row: LineageRow, executionId: string) {
+function cells(row: LineageRow, executionId: string, select: (row: LineageRow) => void) {
   return [
     <a key="m" href={href("executions", executionId, "lineage", row.message_id)} title={row.message_id}>
       {shortId(row.message_id)}
@@ -33,7 +35,10 @@ function cells(row: LineageRow, executionId: string) {
     <span key="e" class="error-text" title={errorText(row)}>
       {errorText(row)}
     </span>,
-    when(row.started_at),
+    <Time key="t" iso={row.started_at} relative={false} />,
+    <button key="d" type="button" data-testid="row-details" onClick={() => select(row)}>
+      view
+    </button>,
   ];
 }
 
@@ -51,6 +56,7 @@ export function LineageListPage(props: { executionId: string; route: Route }) {
   const [total, setTotal] = useState<number | undefined>();
   const [, setLoaded] = useState(0);
   const [error, setError] = useState<Error | undefined>();
+  const [selected, setSelected] = useState<LineageRow | undefined>();
 
   const loadPage = (page: number) => {
     if (pages.current.has(page)) return;
@@ -125,12 +131,19 @@ export function LineageListPage(props: { executionId: string; route: Route }) {
           count={total ?? 0}
           columns={COLUMNS}
           rowAt={rowAt}
-          renderRow={(row) => cells(row, props.executionId)}
+          renderRow={(row) => cells(row, props.executionId, setSelected)}
           onRange={(start, end) => {
             for (let page = Math.floor(start / PAGE); page <= Math.floor(end / PAGE); page++) loadPage(page);
           }}
         />
       </Section>
+      {selected === undefined ? null : (
+        <LineageRowDetail
+          row={selected}
+          executionId={props.executionId}
+          onClose={() => setSelected(undefined)}
+        />
+      )}
     </div>
   );
 }
@@ -186,7 +199,7 @@ export function LineageTreePage(props: { executionId: string; messageId: string 
   return (
     <div>
       {heading}
-      <LineageTree executionId={props.executionId} messageId={props.messageId} />
+      <LineageTree key={props.messageId} executionId={props.executionId} messageId={props.messageId} />
     </div>
   );
 }
@@ -201,6 +214,7 @@ function LineageTree(props: { executionId: string; messageId: string }) {
     [props.executionId, props.messageId],
   );
   const rows = tree.data?.items ?? [];
+  const [selected, setSelected] = useState<LineageRow | undefined>();
   const graph = useMemo(() => buildTree(rows, props.executionId, props.messageId), [rows]);
 
   if (tree.data === undefined)
@@ -232,9 +246,16 @@ function LineageTree(props: { executionId: string; messageId: string }) {
           count={rows.length}
           columns={COLUMNS}
           rowAt={(i) => rows[i]}
-          renderRow={(row) => cells(row, props.executionId)}
+          renderRow={(row) => cells(row, props.executionId, setSelected)}
         />
       </Section>
+      {selected === undefined ? null : (
+        <LineageRowDetail
+          row={selected}
+          executionId={props.executionId}
+          onClose={() => setSelected(undefined)}
+        />
+      )}
     </div>
   );
 }
