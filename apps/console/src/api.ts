@@ -114,10 +114,14 @@ export interface LineageRow {
   route: string;
   adapter: string | null;
   message_id: string;
+  correlation_id: string;
   parent_id: string | null;
   attempt: number;
   status: string;
-  error: { class: string; message: string } | null;
+  input_hash: string | null;
+  /** The message body (message rows). */
+  payload: unknown;
+  error: { class: string; message: string; retryable?: boolean; fatal?: boolean } | null;
   output_keys: string[];
   started_at: string;
   finished_at: string | null;
@@ -125,6 +129,7 @@ export interface LineageRow {
 
 export interface DeadLetter {
   message_id: string;
+  correlation_id?: string;
   execution_id: string | null;
   reason: string;
   attempts: number;

@@ -1,17 +1,16 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, api, onUnauthorized, readToken, saveToken } from "./api.ts";
+import { PageTitle } from "./components/page-title.tsx";
 import { DeadLettersPage } from "./pages/dead-letters.tsx";
 import { ExecutionPage } from "./pages/execution.tsx";
 import { ExecutionsPage } from "./pages/executions.tsx";
 import { LineageListPage, LineageTreePage } from "./pages/lineage.tsx";
 import { LoginPage } from "./pages/login.tsx";
+import { NotFoundPage } from "./pages/not-found.tsx";
+import { SearchBox, SearchPage } from "./pages/search.tsx";
 import { SystemPage } from "./pages/system.tsx";
 import { href, type Route, useRoute } from "./router.ts";
-
-interface SystemInfo {
-  provider: string;
-  settings: { api_token?: string; api_token_reads?: boolean };
-}
+import type { SystemInfo } from "./system-info.ts";
 
 type Access =
   | { state: "checking" }
@@ -50,20 +49,41 @@ export function App() {
   }, []);
 
   const section = route.path[0] ?? "executions";
+  const navLink = (target: string, label: string) => (
+    <a
+      href={href(target)}
+      class={section === target ? "active" : ""}
+      aria-current={section === target ? "page" : undefined}
+    >
+      {label}
+    </a>
+  );
   return (
     <div class="shell">
-      <nav>
+      {/* biome-ignore lint/a11y/useValidAnchor: a skip link is a link; the fragment is the router's, so the click moves focus itself. */}
+      <a
+        class="skip-link"
+        href="#main"
+        onClick={(e) => {
+          // Routes live in the fragment: move focus instead of navigating to "#main".
+          e.preventDefault();
+          document.getElementById("main")?.focus();
+        }}
+      >
+        Skip to content
+      </a>
+      <nav aria-label="sections">
         <strong>Factflow</strong>
-        <a href={href("executions")} class={section === "executions" ? "active" : ""}>
-          Executions
-        </a>
-        <a href={href("dead-letters")} class={section === "dead-letters" ? "active" : ""}>
-          Dead letters
-        </a>
-        <a href={href("system")} class={section === "system" ? "active" : ""}>
-          Queues &amp; system
-        </a>
+        {navLink("executions", "Executions")}
+        {navLink("dead-letters", "Dead letters")}
+        {navLink("system", "Queues & system")}
         <span class="spacer" />
+        {access.state === "open" ? (
+          <SearchBox
+            key={route.params.get("id") ?? ""}
+            initial={section === "search" ? (route.params.get("id") ?? "") : ""}
+          />
+        ) : null}
         {access.state === "open" && access.info !== undefined ? (
           <span class="nav-note">provider {access.info.provider}</span>
         ) : null}
@@ -80,8 +100,8 @@ export function App() {
           </button>
         )}
       </nav>
-      <main>
-        {access.state === "checking" ? <p class="muted">connecting…</p> : null}
+      <main id="main" tabIndex={-1}>
+        {access.state === "checking" ? <PageTitle title="Connecting…" /> : null}
         {access.state === "login" ? <LoginPage reason={access.reason} onLogin={recheck} /> : null}
         {access.state === "open" ? <Page route={route} /> : null}
       </main>
@@ -90,15 +110,17 @@ export function App() {
 }
 
 function Page(props: { route: Route }) {
-  const [section = "executions", id, sub, messageId] = props.route.path;
-  if (section === "executions" && id !== undefined) {
+  const [section = "executions", id, sub, messageId, ...rest] = props.route.path;
+  if (section === "executions" && id === undefined) return <ExecutionsPage route={props.route} />;
+  if (section === "executions" && id !== undefined && rest.length === 0) {
     if (sub === "lineage" && messageId !== undefined)
       return <LineageTreePage executionId={id} messageId={messageId} />;
     if (sub === "lineage")
       return <LineageListPage key={props.route.params.toString()} executionId={id} route={props.route} />;
-    return <ExecutionPage key={id} id={id} />;
+    if (sub === undefined) return <ExecutionPage key={id} id={id} />;
   }
-  if (section === "dead-letters") return <DeadLettersPage route={props.route} />;
-  if (section === "system") return <SystemPage />;
-  return <ExecutionsPage route={props.route} />;
+  if (section === "dead-letters" && id === undefined) return <DeadLettersPage route={props.route} />;
+  if (section === "system" && id === undefined) return <SystemPage />;
+  if (section === "search" && id === undefined) return <SearchPage route={props.route} />;
+  return <NotFoundPage path={props.route.path} />;
 }

@@ -1,9 +1,47 @@
 /** Short, readable figures for tables. */
 
-export function when(iso: string | null): string {
-  if (iso === null) return "—";
+const TIME = new Intl.DateTimeFormat(undefined, {
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  timeZoneName: "short",
+});
+const DATE_TIME = new Intl.DateTimeFormat(undefined, {
+  year: "numeric",
+  month: "short",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  timeZoneName: "short",
+});
+
+/** Local time with its zone ("18:22:19 GMT+1"); the date too unless it is today. */
+export function absoluteTime(iso: string, now = Date.now()): string {
   const d = new Date(iso);
-  return `${d.toLocaleDateString()} ${d.toLocaleTimeString()}`;
+  if (Number.isNaN(d.getTime())) return iso;
+  return d.toDateString() === new Date(now).toDateString() ? TIME.format(d) : DATE_TIME.format(d);
+}
+
+const RELATIVE = new Intl.RelativeTimeFormat(undefined, { numeric: "auto", style: "short" });
+const STEPS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ["second", 60],
+  ["minute", 60],
+  ["hour", 24],
+  ["day", 30],
+  ["month", 12],
+  ["year", Number.POSITIVE_INFINITY],
+];
+
+/** How long ago (or from now) a moment is: "12 sec. ago", "3 hr. ago". */
+export function relativeTime(iso: string, now = Date.now()): string {
+  let value = (Date.parse(iso) - now) / 1000;
+  if (!Number.isFinite(value)) return "";
+  for (const [unit, size] of STEPS) {
+    if (Math.abs(value) < size) return RELATIVE.format(Math.round(value), unit);
+    value /= size;
+  }
+  return "";
 }
 
 export function duration(from: string, to: string | null, now = Date.now()): string {
@@ -28,10 +66,4 @@ export function counterTotals(counters: Record<string, number>): Record<string, 
     totals[name] = (totals[name] ?? 0) + value;
   }
   return totals;
-}
-
-/** JSON for display, cut at `maxChars` so a large body cannot freeze the page. */
-export function preview(value: unknown, maxChars = 4096): { text: string; cut: boolean; size: number } {
-  const full = JSON.stringify(value, null, 2) ?? "null";
-  return { text: full.slice(0, maxChars), cut: full.length > maxChars, size: full.length };
 }

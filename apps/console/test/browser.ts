@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import axeCore from "axe-core";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 /** Debian's Chromium (`apt-get install chromium`); browser downloads fail on these machines. */
@@ -70,4 +71,37 @@ export async function openBrowser(): Promise<TestBrowser> {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** axe-core's whole script, as axe-core hands it out for injection into a page. */
+const AXE_SOURCE: string = axeCore.source;
+
+/** One axe-core finding, reduced to what a failing assertion should print. */
+export interface AxeFinding {
+  id: string;
+  impact: string | null;
+  help: string;
+  targets: string[];
+}
+
+/**
+ * Runs axe-core inside the page (injected through the DevTools protocol, so the page's CSP, which
+ * forbids inline scripts, stays as served) and returns its serious and critical violations.
+ */
+export async function seriousViolations(page: Page): Promise<AxeFinding[]> {
+  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE_SOURCE);
+  const findings = await page.evaluate(async () => {
+    // biome-ignore lint/suspicious/noExplicitAny: axe-core is injected as a global, untyped here.
+    const axe = (window as any).axe;
+    const result = await axe.run(document, { resultTypes: ["violations"] });
+    // biome-ignore lint/suspicious/noExplicitAny: axe-core's result shape.
+    return result.violations.map((v: any) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      // biome-ignore lint/suspicious/noExplicitAny: axe-core's result shape.
+      targets: v.nodes.slice(0, 5).map((n: any) => String(n.target)),
+    }));
+  });
+  return (findings as AxeFinding[]).filter((f) => f.impact === "serious" || f.impact === "critical");
 }

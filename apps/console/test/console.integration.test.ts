@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromiumMissing, openBrowser, type TestBrowser } from "./browser.ts";
+import { chromiumMissing, openBrowser, seriousViolations, type TestBrowser } from "./browser.ts";
 import { type ServerProcess, startServerProcess } from "./server-process.ts";
 
 const TOKEN = "console-test-token-0123456789";
@@ -38,6 +38,8 @@ describe.skipIf(missing !== undefined)(
       const { page } = b;
       await page.goto(`${server.base}/ui/`);
       await page.getByTestId("login-form").waitFor();
+      expect(await page.title()).toBe("Sign in · Factflow");
+      expect(await seriousViolations(page)).toEqual([]);
       await b.shot("01-login");
       await page.getByTestId("token-input").fill("not-the-token-at-all");
       await page.getByTestId("login-button").click();

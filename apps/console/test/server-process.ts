@@ -19,9 +19,14 @@ export interface ServerProcess {
 }
 
 export async function startServerProcess(
-  options: { token?: string; env?: Record<string, string> } = {},
+  options: {
+    token?: string;
+    env?: Record<string, string>;
+    /** A directory to keep the server's data in (and leave behind on stop), e.g. to restart on it. */
+    dir?: string;
+  } = {},
 ): Promise<ServerProcess> {
-  const dir = mkdtempSync(join(tmpdir(), "factflow-console-"));
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "factflow-console-"));
   const child: ChildProcess = spawn(
     process.execPath,
     ["--conditions=factflow-source", "--import", "tsx", CLI, "serve", "--port", "0"],
@@ -90,7 +95,7 @@ export async function startServerProcess(
         child.kill("SIGTERM");
         await exited;
       }
-      rmSync(dir, { recursive: true, force: true });
+      if (options.dir === undefined) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -7,8 +7,10 @@ import { tokenGuard } from "./guards/token-guard.js";
 import { errorHandler, HttpProblem, retryAfter } from "./http-errors.js";
 import { openApiDocument } from "./openapi.js";
 import { configRoutes } from "./routes/configs.js";
+import { deadLetterBulkRoutes } from "./routes/dead-letter-bulk.js";
 import { executionRoutes } from "./routes/executions.js";
 import { queueRoutes } from "./routes/queues.js";
+import { searchRoutes } from "./routes/search.js";
 import { systemRoutes } from "./routes/system.js";
 import { uiRoutes } from "./routes/ui.js";
 import type { FactflowRuntime } from "./runtime.js";
@@ -115,6 +117,8 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}) {
     .route("/", configRoutes(rt))
     .route("/", executionRoutes(rt))
     .route("/", queueRoutes(rt))
+    .route("/", deadLetterBulkRoutes(rt))
+    .route("/", searchRoutes(rt))
     .route("/", systemRoutes(rt));
   return app.route("/api/v1", routes);
 }

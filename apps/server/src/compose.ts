@@ -415,6 +415,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         }),
       diagnose: (id) => engine.service.diagnose(id),
       stall: (id) => engine.service.stall(id),
+      runningHere: () => engine.manager.active(),
       shutdown: () => engine.shutdown(),
     };
 

@@ -1,9 +1,11 @@
 import { toJsonSchema } from "@valibot/to-json-schema";
 import type * as v from "valibot";
 import { CONFIG_ROUTES } from "./routes/configs.js";
+import { DEAD_LETTER_BULK_ROUTES } from "./routes/dead-letter-bulk.js";
 import { EXECUTION_ROUTES } from "./routes/executions.js";
 import { QUEUE_ROUTES } from "./routes/queues.js";
 import type { RouteDoc } from "./routes/route-doc.js";
+import { SEARCH_ROUTES } from "./routes/search.js";
 import { SYSTEM_ROUTES } from "./routes/system.js";
 
 /**
@@ -43,6 +45,8 @@ const API_ROUTES: readonly RouteDoc[] = [
   ...CONFIG_ROUTES,
   ...EXECUTION_ROUTES,
   ...QUEUE_ROUTES,
+  ...DEAD_LETTER_BULK_ROUTES,
+  ...SEARCH_ROUTES,
 ];
 
 /**

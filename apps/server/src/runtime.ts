@@ -52,6 +52,11 @@ export interface EngineFacade {
   diagnose(id: string): Promise<StallDiagnosis | undefined>;
   /** The current stall of an execution running here (no progress for `stall_after_s`), if any. */
   stall(id: string): StallDiagnosis | undefined;
+  /**
+   * Ids of the executions running in this process. A `running` execution missing here was left
+   * behind by a stopped server: the one case where `resume` does something.
+   */
+  runningHere(): readonly string[];
   shutdown(): Promise<void>;
 }
 

@@ -1,3 +1,6 @@
+// biome-ignore-all lint/a11y/useSemanticElements: rows in view are absolutely placed divs, so the table's roles are given explicitly.
+// biome-ignore-all lint/a11y/useFocusableInteractive: a table row is not interactive here; its links are.
+// biome-ignore-all lint/a11y/noNoninteractiveTabindex: the scrolled body must take the keyboard to scroll.
 import { elementScroll, observeElementOffset, observeElementRect, Virtualizer } from "@tanstack/virtual-core";
 import type { ComponentChildren } from "preact";
 import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "preact/hooks";
@@ -16,6 +19,8 @@ export function VirtualTable<T>(props: {
   renderRow: (row: T) => ComponentChildren[];
   onRange?: (start: number, end: number) => void;
   testId: string;
+  /** What the table lists, for screen readers. */
+  label: string;
   height?: number;
 }) {
   const scrollRef = useRef<HTMLDivElement>(null);
@@ -44,23 +49,46 @@ export function VirtualTable<T>(props: {
   }, [first, last, props.count]);
 
   return (
-    <div class="vtable" data-testid={props.testId} data-rows={props.count}>
-      <div
-        class="vtable-head"
-        style={{ gridTemplateColumns: `repeat(${props.columns.length}, minmax(0, 1fr))` }}
-      >
-        {props.columns.map((c) => (
-          <div key={c}>{c}</div>
-        ))}
+    // Table roles on divs: only the rows in view exist, so aria-rowcount and aria-rowindex say
+    // where they are in the whole table.
+    <div
+      class="vtable"
+      data-testid={props.testId}
+      data-rows={props.count}
+      role="table"
+      aria-label={props.label}
+      aria-rowcount={props.count + 1}
+    >
+      <div role="rowgroup">
+        <div
+          class="vtable-head"
+          role="row"
+          aria-rowindex={1}
+          style={{ gridTemplateColumns: `repeat(${props.columns.length}, minmax(0, 1fr))` }}
+        >
+          {props.columns.map((c) => (
+            <div key={c} role="columnheader">
+              {c}
+            </div>
+          ))}
+        </div>
       </div>
-      <div class="vtable-body" ref={scrollRef} style={{ height: `${props.height ?? 420}px` }}>
-        <div style={{ height: `${virtualizer.getTotalSize()}px`, position: "relative" }}>
+      <div
+        class="vtable-body"
+        role="rowgroup"
+        tabIndex={0}
+        ref={scrollRef}
+        style={{ height: `${props.height ?? 420}px` }}
+      >
+        <div role="presentation" style={{ height: `${virtualizer.getTotalSize()}px`, position: "relative" }}>
           {items.map((item) => {
             const row = props.rowAt(item.index);
             return (
               <div
                 key={item.key}
                 class="vtable-row"
+                role="row"
+                aria-rowindex={item.index + 2}
                 data-index={item.index}
                 style={{
                   transform: `translateY(${item.start}px)`,
@@ -69,9 +97,15 @@ export function VirtualTable<T>(props: {
                 }}
               >
                 {row === undefined ? (
-                  <div class="muted">loading…</div>
+                  <div class="muted" role="cell">
+                    loading…
+                  </div>
                 ) : (
-                  props.renderRow(row).map((cell, i) => <div key={i}>{cell}</div>)
+                  props.renderRow(row).map((cell, i) => (
+                    <div key={i} role="cell">
+                      {cell}
+                    </div>
+                  ))
                 )}
               </div>
             );

@@ -1,10 +1,15 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api, type ExecutionDetail, type PipelineSnapshot, type QueueStats, query } from "../api.ts";
-import { ErrorBox, Section, StatusBadge, useLoad } from "../components/common.tsx";
+import { ErrorBox, Loading, Section, StatusBadge, useLoad } from "../components/common.tsx";
 import { type GraphEdge, type GraphNode, GraphView } from "../components/graph-view.tsx";
-import { duration, when } from "../format.ts";
+import { PageTitle } from "../components/page-title.tsx";
+import { Time } from "../components/time.tsx";
+import { duration, shortId } from "../format.ts";
 import { href, hrefWith, navigate } from "../router.ts";
 import { followEvents } from "../sse.ts";
+import { canResume, useSystemInfo } from "../system-info.ts";
+import { ExecutionInput } from "./execution-input.tsx";
+import { addProgress, type RateHistory, RouteRate } from "./route-rates.tsx";
 
 type LiveCounters = Record<string, Record<string, number>>;
 
@@ -14,7 +19,9 @@ export function ExecutionPage(props: { id: string }) {
   const detail = useLoad(() => api<ExecutionDetail>("GET", `${path}?snapshot=true`), [props.id]);
   const [live, setLive] = useState<LiveCounters | undefined>();
   const [lastEvent, setLastEvent] = useState("");
+  const [rates, setRates] = useState<RateHistory>({});
   const status = detail.data?.status;
+  const info = useSystemInfo(status === "running" ? 3000 : undefined);
 
   // Live progress while running; every event also refreshes the lineage counts (throttled).
   useEffect(() => {
@@ -23,7 +30,10 @@ export function ExecutionPage(props: { id: string }) {
     const stop = followEvents(props.id, (event) => {
       setLastEvent(event.event);
       const routes = (event.data as { routes?: LiveCounters } | null)?.routes;
-      if (routes !== undefined) setLive(routes);
+      if (routes !== undefined) {
+        setLive(routes);
+        if (event.event === "route_progress") setRates((h) => addProgress(h, Date.now(), routes));
+      }
       timer ??= setTimeout(
         () => {
           timer = undefined;
@@ -89,8 +99,7 @@ export function ExecutionPage(props: { id: string }) {
         edges.push({ from: `route:${name}`, to: `queue:${out}`, label: String(counters(name, "published")) });
       }
     }
-    for (const q of queues)
-      nodes.push({ id: `queue:${q}`, label: q, kind: "queue", detail: "queue", width: 120 });
+    for (const q of queues) nodes.push({ id: `queue:${q}`, label: q, kind: "queue", detail: "queue" });
     return { nodes, edges };
   }, [snapshot, record, live]);
 
@@ -111,27 +120,43 @@ export function ExecutionPage(props: { id: string }) {
     try {
       await api("POST", `${path}/${action}`, {});
       detail.reload();
+      info.reload();
     } catch (e) {
       setActionError(e as Error);
     }
   }
 
-  if (record === undefined) return <ErrorBox error={detail.error} />;
+  const heading = <PageTitle title={`Execution ${props.id}`} tabTitle={`Execution ${shortId(props.id)}`} />;
+  if (record === undefined)
+    return (
+      <div>
+        {heading}
+        {detail.error === undefined ? <Loading what="the execution" /> : <ErrorBox error={detail.error} />}
+      </div>
+    );
   return (
     <div data-testid="execution-page" data-status={record.status}>
+      {heading}
       <Section
-        title={`Execution ${record.id}`}
+        title="Facts"
         actions={
-          record.status === "running" ? (
-            <span>
-              <button type="button" onClick={() => act("cancel")}>
+          <span>
+            {record.status === "running" ? (
+              <button type="button" data-testid="cancel" onClick={() => act("cancel")}>
                 cancel
-              </button>{" "}
-              <button type="button" onClick={() => act("resume")}>
+              </button>
+            ) : null}{" "}
+            {canResume(info.data, record.id, record.status) ? (
+              <button
+                type="button"
+                data-testid="resume"
+                title="continue an execution left running by a stopped server"
+                onClick={() => act("resume")}
+              >
                 resume
               </button>
-            </span>
-          ) : null
+            ) : null}
+          </span>
         }
       >
         <dl class="facts">
@@ -148,12 +173,17 @@ export function ExecutionPage(props: { id: string }) {
             {record.config_version === null ? "" : ` v${record.config_version}`}
           </dd>
           <dt>started</dt>
-          <dd>{when(record.created_at)}</dd>
+          <dd>
+            <Time iso={record.created_at} />
+          </dd>
           <dt>completion moment</dt>
           <dd data-testid="completion-moment">
             {record.finished_at === null
               ? "not yet"
-              : `${when(record.finished_at)} (after ${duration(record.created_at, record.finished_at)})`}
+              : [
+                  <Time key="t" iso={record.finished_at} />,
+                  ` (after ${duration(record.created_at, record.finished_at)})`,
+                ]}
           </dd>
           {record.parent_execution_id === null ? null : (
             <>
@@ -191,6 +221,7 @@ export function ExecutionPage(props: { id: string }) {
               <th>dead letters</th>
               <th>in flight</th>
               <th>published</th>
+              <th>rate (messages · failures per second)</th>
             </tr>
           </thead>
           <tbody>
@@ -228,11 +259,17 @@ export function ExecutionPage(props: { id: string }) {
                   <td class="num" data-col="published">
                     {counters(route, "published")}
                   </td>
+                  <td data-col="rate">
+                    <RouteRate route={route} history={rates[route]} />
+                  </td>
                 </tr>
               );
             })}
           </tbody>
         </table>
+        <p class="muted">
+          The rate column follows the live event stream while the execution runs and this page is open.
+        </p>
       </Section>
       <Section title="Pipeline">
         <GraphView
@@ -240,12 +277,13 @@ export function ExecutionPage(props: { id: string }) {
           label="the pipeline: routes and the queues between them"
           nodes={graph.nodes}
           edges={graph.edges}
-          fit
+          direction="auto"
         />
         <p class="muted">
           Edges into a route count acknowledged deliveries; edges out of it count published messages.
         </p>
       </Section>
+      <ExecutionInput record={record} />
       <Section title="Replay">
         <div class="start">
           <label>

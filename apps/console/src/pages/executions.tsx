@@ -1,28 +1,53 @@
 import { useEffect, useState } from "preact/hooks";
-import { api, type ConfigEntry, type Execution, type Page, query } from "../api.ts";
+import { ApiError, api, type ConfigEntry, type Execution, type Page, query } from "../api.ts";
 import { ErrorBox, Pager, Section, StatusBadge, useLoad } from "../components/common.tsx";
-import { counterTotals, duration, shortId, when } from "../format.ts";
+import { PageTitle } from "../components/page-title.tsx";
+import { Time } from "../components/time.tsx";
+import { counterTotals, duration, shortId } from "../format.ts";
 import { href, hrefWith, navigate, type Route } from "../router.ts";
 import { followEvents } from "../sse.ts";
+import { canResume, type SystemInfo, useSystemInfo } from "../system-info.ts";
 
 const LIMIT = 25;
 /** SSE streams the list keeps open at once: browsers allow six connections per origin. */
 const MAX_STREAMS = 2;
 
-/** Executions: filters, paging, live updates, start / cancel / resume. */
+type Filters = { status: string; config: string; parent: string };
+
+/**
+ * One page of executions. The API lists newest first; oldest first is the same list read from its
+ * end (the total first, then the page mirrored at `total - offset - LIMIT`, reversed), so it stays
+ * exact under any filter.
+ */
+async function listPage(filters: Filters, offset: number, oldestFirst: boolean): Promise<Page<Execution>> {
+  if (!oldestFirst)
+    return api<Page<Execution>>("GET", `/executions${query({ ...filters, offset, limit: LIMIT })}`);
+  const { total } = await api<Page<Execution>>("GET", `/executions${query({ ...filters, limit: 1 })}`);
+  const end = total - offset;
+  if (end <= 0) return { total, offset, limit: LIMIT, items: [] };
+  const from = Math.max(0, end - LIMIT);
+  const page = await api<Page<Execution>>(
+    "GET",
+    `/executions${query({ ...filters, offset: from, limit: end - from })}`,
+  );
+  return { total: page.total, offset, limit: LIMIT, items: [...page.items].reverse() };
+}
+
+/** Executions: filters, order, paging, live updates, start / cancel / resume. */
 export function ExecutionsPage(props: { route: Route }) {
   const p = props.route.params;
   const status = p.get("status") ?? "";
   const config = p.get("config") ?? "";
   const parent = p.get("parent") ?? "";
   const offset = Number(p.get("offset") ?? "0") || 0;
+  const order = p.get("order") === "oldest" ? "oldest" : undefined;
   const list = useLoad(
-    () =>
-      api<Page<Execution>>("GET", `/executions${query({ status, config, parent, offset, limit: LIMIT })}`),
-    [status, config, parent, offset],
+    () => listPage({ status, config, parent }, offset, order === "oldest"),
+    [status, config, parent, offset, order],
     3000,
   );
   const [actionError, setActionError] = useState<Error | undefined>();
+  const info = useSystemInfo(3000);
 
   // Live: follow the running executions on this page; each event refreshes the list.
   const running = (list.data?.items ?? []).filter((e) => e.status === "running").slice(0, MAX_STREAMS);
@@ -43,13 +68,14 @@ export function ExecutionsPage(props: { route: Route }) {
   }, [runningKey, list.reload]);
 
   const setFilter = (changes: Record<string, string | number | undefined>) =>
-    navigate(hrefWith(["executions"], { status, config, parent, offset, ...changes }));
+    navigate(hrefWith(["executions"], { status, config, parent, order, offset, ...changes }));
 
   async function act(id: string, action: "cancel" | "resume") {
     setActionError(undefined);
     try {
       await api("POST", `/executions/${encodeURIComponent(id)}/${action}`, {});
       list.reload();
+      info.reload();
     } catch (e) {
       setActionError(e as Error);
     }
@@ -57,6 +83,7 @@ export function ExecutionsPage(props: { route: Route }) {
 
   return (
     <div>
+      <PageTitle title="Executions" />
       <StartForm onStarted={(id) => navigate(href("executions", id))} />
       <Section title="Executions">
         <form class="filters" onSubmit={(e) => e.preventDefault()}>
@@ -101,11 +128,20 @@ export function ExecutionsPage(props: { route: Route }) {
               <th>id</th>
               <th>status</th>
               <th>config</th>
-              <th>started</th>
+              <th aria-sort={order === "oldest" ? "ascending" : "descending"}>
+                <button
+                  type="button"
+                  class="sort"
+                  data-testid="sort-started"
+                  onClick={() => setFilter({ order: order === "oldest" ? undefined : "oldest", offset: 0 })}
+                >
+                  started {order === "oldest" ? "↑ oldest first" : "↓ newest first"}
+                </button>
+              </th>
               <th>ended</th>
               <th>duration</th>
               <th>acked / failed / published</th>
-              <th />
+              <th>actions</th>
             </tr>
           </thead>
           <tbody>
@@ -134,26 +170,31 @@ export function ExecutionsPage(props: { route: Route }) {
                     {e.config_name}
                     {e.config_version === null ? "" : ` v${e.config_version}`}
                   </td>
-                  <td>{when(e.created_at)}</td>
-                  <td>{when(e.finished_at)}</td>
+                  <td>
+                    <Time iso={e.created_at} />
+                  </td>
+                  <td>
+                    <Time iso={e.finished_at} />
+                  </td>
                   <td>{duration(e.created_at, e.finished_at)}</td>
                   <td class="num">
                     {totals.acknowledged ?? 0} / {totals.failed ?? 0} / {totals.published ?? 0}
                   </td>
                   <td class="actions">
                     {e.status === "running" ? (
-                      <>
-                        <button type="button" onClick={() => act(e.id, "cancel")}>
-                          cancel
-                        </button>
-                        <button
-                          type="button"
-                          title="continue an execution left running by a stopped server"
-                          onClick={() => act(e.id, "resume")}
-                        >
-                          resume
-                        </button>
-                      </>
+                      <button type="button" data-testid="cancel" onClick={() => act(e.id, "cancel")}>
+                        cancel
+                      </button>
+                    ) : null}
+                    {canResume(info.data, e.id, e.status) ? (
+                      <button
+                        type="button"
+                        data-testid="resume"
+                        title="continue an execution left running by a stopped server"
+                        onClick={() => act(e.id, "resume")}
+                      >
+                        resume
+                      </button>
                     ) : null}
                   </td>
                 </tr>
@@ -180,6 +221,20 @@ function StartForm(props: { onStarted: (id: string) => void }) {
   const [input, setInput] = useState("{}");
   const [error, setError] = useState<Error | undefined>();
   const chosen = name !== "" ? name : (configs.data?.items[0]?.name ?? "");
+  // A 429 (every slot busy) holds only until a slot frees up: while it shows, the system info is
+  // re-read (keyed on the refusal, so only answers given after it count).
+  const busyAt = error instanceof ApiError && error.status === 429 ? error : undefined;
+  const slots = useLoad(
+    () => (busyAt === undefined ? Promise.resolve(undefined) : api<SystemInfo>("GET", "/system/info")),
+    [busyAt],
+    busyAt === undefined ? undefined : 2000,
+  );
+  const busy = busyAt !== undefined;
+  const max = slots.data?.settings.max_concurrent;
+  const running = slots.data?.executions_running;
+  useEffect(() => {
+    if (busy && max !== undefined && running !== undefined && running < max) setError(undefined);
+  }, [busy, max, running]);
 
   async function start(e: Event) {
     e.preventDefault();
@@ -232,7 +287,14 @@ function StartForm(props: { onStarted: (id: string) => void }) {
           start
         </button>
       </form>
-      <ErrorBox error={configs.error ?? error} />
+      {busy ? (
+        <div class="refusal" role="status" data-testid="busy">
+          All {max ?? "the"} execution slots of this server are taken ({busyAt.message}). This notice goes
+          away as soon as one frees up.
+        </div>
+      ) : (
+        <ErrorBox error={configs.error ?? error} />
+      )}
     </Section>
   );
 }

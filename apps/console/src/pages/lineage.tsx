@@ -1,10 +1,13 @@
 import { useMemo, useRef, useState } from "preact/hooks";
 import { api, type LineageRow, type Page, query } from "../api.ts";
-import { ErrorBox, Section, StatusBadge, useLoad } from "../components/common.tsx";
+import { ErrorBox, Loading, Section, StatusBadge, useLoad } from "../components/common.tsx";
 import { type GraphEdge, type GraphNode, GraphView } from "../components/graph-view.tsx";
+import { PageTitle } from "../components/page-title.tsx";
+import { Time } from "../components/time.tsx";
 import { VirtualTable } from "../components/virtual-table.tsx";
-import { shortId, when } from "../format.ts";
+import { shortId } from "../format.ts";
 import { href, hrefWith, navigate, type Route } from "../router.ts";
+import { LineageRowDetail } from "./lineage-row-detail.tsx";
 
 /** Rows fetched per request while scrolling the execution's lineage (the API's maximum). */
 const PAGE = 500;
@@ -13,13 +16,13 @@ const MAX_DRAWN = 400;
 /** Executions with more lineage rows than this ask before fetching a tree (it comes whole). */
 const LARGE_EXECUTION = 20_000;
 
-const COLUMNS = ["message", "kind", "route", "adapter", "attempt", "status", "error", "started"];
+const COLUMNS = ["message", "kind", "route", "adapter", "attempt", "status", "error", "started", "details"];
 
 function errorText(row: LineageRow): string {
   return row.error === null ? "" : `${row.error.class}: ${row.error.message}`;
 }
 
-function cells(row: LineageRow, executionId: string) {
+function cells(row: LineageRow, executionId: string, select: (row: LineageRow) => void) {
   return [
     <a key="m" href={href("executions", executionId, "lineage", row.message_id)} title={row.message_id}>
       {shortId(row.message_id)}
@@ -32,7 +35,10 @@ function cells(row: LineageRow, executionId: string) {
     <span key="e" class="error-text" title={errorText(row)}>
       {errorText(row)}
     </span>,
-    when(row.started_at),
+    <Time key="t" iso={row.started_at} relative={false} />,
+    <button key="d" type="button" data-testid="row-details" onClick={() => select(row)}>
+      view
+    </button>,
   ];
 }
 
@@ -50,6 +56,7 @@ export function LineageListPage(props: { executionId: string; route: Route }) {
   const [total, setTotal] = useState<number | undefined>();
   const [, setLoaded] = useState(0);
   const [error, setError] = useState<Error | undefined>();
+  const [selected, setSelected] = useState<LineageRow | undefined>();
 
   const loadPage = (page: number) => {
     if (pages.current.has(page)) return;
@@ -76,54 +83,68 @@ export function LineageListPage(props: { executionId: string; route: Route }) {
     navigate(hrefWith(["executions", props.executionId, "lineage"], { ...filters, ...changes }));
 
   return (
-    <Section
-      title={`Lineage of execution ${shortId(props.executionId)}`}
-      actions={<a href={href("executions", props.executionId)}>back to the execution</a>}
-    >
-      <form class="filters" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          kind{" "}
-          <select value={kind} onChange={(e) => setFilter({ kind: (e.target as HTMLSelectElement).value })}>
-            <option value="">any</option>
-            <option value="message">message</option>
-            <option value="adapter">adapter</option>
-          </select>
-        </label>
-        <label>
-          status{" "}
-          <select
-            value={status}
-            onChange={(e) => setFilter({ status: (e.target as HTMLSelectElement).value })}
-          >
-            <option value="">any</option>
-            {["pending", "initiated", "processing", "completed", "failed", "abandoned"].map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          route{" "}
-          <input
-            value={routeName}
-            onChange={(e) => setFilter({ route: (e.target as HTMLInputElement).value.trim() })}
-          />
-        </label>
-        <span class="muted">{total === undefined ? "loading…" : `${total} rows`}</span>
-      </form>
-      <ErrorBox error={error} />
-      <VirtualTable
-        testId="lineage-rows"
-        count={total ?? 0}
-        columns={COLUMNS}
-        rowAt={rowAt}
-        renderRow={(row) => cells(row, props.executionId)}
-        onRange={(start, end) => {
-          for (let page = Math.floor(start / PAGE); page <= Math.floor(end / PAGE); page++) loadPage(page);
-        }}
+    <div>
+      <PageTitle
+        title={`Lineage of execution ${props.executionId}`}
+        tabTitle={`Lineage of execution ${shortId(props.executionId)}`}
       />
-    </Section>
+      <Section
+        title="Rows"
+        actions={<a href={href("executions", props.executionId)}>back to the execution</a>}
+      >
+        <form class="filters" onSubmit={(e) => e.preventDefault()}>
+          <label>
+            kind{" "}
+            <select value={kind} onChange={(e) => setFilter({ kind: (e.target as HTMLSelectElement).value })}>
+              <option value="">any</option>
+              <option value="message">message</option>
+              <option value="adapter">adapter</option>
+            </select>
+          </label>
+          <label>
+            status{" "}
+            <select
+              value={status}
+              onChange={(e) => setFilter({ status: (e.target as HTMLSelectElement).value })}
+            >
+              <option value="">any</option>
+              {["pending", "initiated", "processing", "completed", "failed", "abandoned"].map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            route{" "}
+            <input
+              value={routeName}
+              onChange={(e) => setFilter({ route: (e.target as HTMLInputElement).value.trim() })}
+            />
+          </label>
+          <span class="muted">{total === undefined ? "loading…" : `${total} rows`}</span>
+        </form>
+        <ErrorBox error={error} />
+        <VirtualTable
+          testId="lineage-rows"
+          label="lineage rows of the execution"
+          count={total ?? 0}
+          columns={COLUMNS}
+          rowAt={rowAt}
+          renderRow={(row) => cells(row, props.executionId, setSelected)}
+          onRange={(start, end) => {
+            for (let page = Math.floor(start / PAGE); page <= Math.floor(end / PAGE); page++) loadPage(page);
+          }}
+        />
+      </Section>
+      {selected === undefined ? null : (
+        <LineageRowDetail
+          row={selected}
+          executionId={props.executionId}
+          onClose={() => setSelected(undefined)}
+        />
+      )}
+    </div>
   );
 }
 
@@ -144,23 +165,43 @@ export function LineageTreePage(props: { executionId: string; messageId: string 
       ).then((page) => page.total),
     [props.executionId],
   );
-  if (size.data === undefined) return <ErrorBox error={size.error} />;
+  const heading = (
+    <PageTitle
+      title={`Lineage of message ${props.messageId}`}
+      tabTitle={`Lineage of message ${shortId(props.messageId)}`}
+    />
+  );
+  if (size.data === undefined)
+    return (
+      <div>
+        {heading}
+        {size.error === undefined ? <Loading what="the lineage" /> : <ErrorBox error={size.error} />}
+      </div>
+    );
   if (size.data > LARGE_EXECUTION && !confirmed) {
     return (
-      <Section title={`Lineage of message ${shortId(props.messageId)}`}>
-        <p data-testid="large-tree">
-          This execution has {size.data} lineage rows. The API returns a message's tree whole, and the tree of
-          an early message (the first one, or a large fan-out's parent) can hold most of them and take minutes
-          to compute. Branches near the leaves are quick.
-        </p>
-        <button type="button" data-testid="load-tree" onClick={() => setConfirmed(true)}>
-          load this message's tree
-        </button>{" "}
-        <a href={href("executions", props.executionId, "lineage")}>browse the rows page by page instead</a>
-      </Section>
+      <div>
+        {heading}
+        <Section title="A large execution">
+          <p data-testid="large-tree">
+            This execution has {size.data} lineage rows. The API returns a message's tree whole, and the tree
+            of an early message (the first one, or a large fan-out's parent) can hold most of them and take
+            minutes to compute. Branches near the leaves are quick.
+          </p>
+          <button type="button" data-testid="load-tree" onClick={() => setConfirmed(true)}>
+            load this message's tree
+          </button>{" "}
+          <a href={href("executions", props.executionId, "lineage")}>browse the rows page by page instead</a>
+        </Section>
+      </div>
     );
   }
-  return <LineageTree executionId={props.executionId} messageId={props.messageId} />;
+  return (
+    <div>
+      {heading}
+      <LineageTree key={props.messageId} executionId={props.executionId} messageId={props.messageId} />
+    </div>
+  );
 }
 
 function LineageTree(props: { executionId: string; messageId: string }) {
@@ -173,15 +214,17 @@ function LineageTree(props: { executionId: string; messageId: string }) {
     [props.executionId, props.messageId],
   );
   const rows = tree.data?.items ?? [];
+  const [selected, setSelected] = useState<LineageRow | undefined>();
   const graph = useMemo(() => buildTree(rows, props.executionId, props.messageId), [rows]);
 
+  if (tree.data === undefined)
+    return tree.error === undefined ? <Loading what="the tree" /> : <ErrorBox error={tree.error} />;
   return (
-    <div data-testid="lineage-page">
+    <div data-testid="lineage-page" data-message-id={props.messageId}>
       <Section
-        title={`Lineage of message ${shortId(props.messageId)}`}
+        title="Tree"
         actions={<a href={href("executions", props.executionId, "lineage")}>all rows of the execution</a>}
       >
-        <ErrorBox error={tree.error} />
         <p class="muted" data-testid="lineage-summary" data-messages={graph.messages} data-rows={rows.length}>
           {graph.messages} messages, {rows.length} rows (message hops, adapter attempts and errors)
           {graph.messages > MAX_DRAWN
@@ -193,17 +236,26 @@ function LineageTree(props: { executionId: string; messageId: string }) {
           label="the message's lineage tree"
           nodes={graph.nodes}
           edges={graph.edges}
+          focus={props.messageId}
         />
       </Section>
       <Section title="Rows">
         <VirtualTable
           testId="lineage-tree-rows"
+          label="rows of the message's tree"
           count={rows.length}
           columns={COLUMNS}
           rowAt={(i) => rows[i]}
-          renderRow={(row) => cells(row, props.executionId)}
+          renderRow={(row) => cells(row, props.executionId, setSelected)}
         />
       </Section>
+      {selected === undefined ? null : (
+        <LineageRowDetail
+          row={selected}
+          executionId={props.executionId}
+          onClose={() => setSelected(undefined)}
+        />
+      )}
     </div>
   );
 }
@@ -232,7 +284,9 @@ function buildTree(rows: LineageRow[], executionId: string, focus: string) {
   const nodes: GraphNode[] = [];
   const edges: GraphEdge[] = [];
   const drawn = new Set<string>();
-  for (const [id, entry] of messages) {
+  // The focused message is always drawn, whatever the cap leaves out.
+  const ordered = [...messages].sort(([a], [b]) => Number(b === focus) - Number(a === focus));
+  for (const [id, entry] of ordered) {
     if (drawn.size >= MAX_DRAWN) break;
     drawn.add(id);
     const errors = adapterFailures.get(id) ?? 0;

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { ApiError, api, saveToken } from "../api.ts";
 import { ErrorBox, Section } from "../components/common.tsx";
+import { PageTitle } from "../components/page-title.tsx";
 
 /**
  * Asks for the server's API token and checks it with a request that changes nothing (validating an
@@ -26,24 +27,27 @@ export function LoginPage(props: { onLogin: () => void; reason: string }) {
     }
   }
   return (
-    <Section title="Sign in">
-      <p>{props.reason}</p>
-      <form class="start" onSubmit={submit} data-testid="login-form">
-        <label class="grow">
-          API token{" "}
-          <input
-            type="password"
-            autocomplete="off"
-            data-testid="token-input"
-            value={token}
-            onInput={(e) => setToken((e.target as HTMLInputElement).value)}
-          />
-        </label>
-        <button type="submit" data-testid="login-button">
-          sign in
-        </button>
-      </form>
-      <ErrorBox error={error} />
-    </Section>
+    <div>
+      <PageTitle title="Sign in" />
+      <Section title="API token">
+        <p>{props.reason}</p>
+        <form class="start" onSubmit={submit} data-testid="login-form">
+          <label class="grow">
+            API token{" "}
+            <input
+              type="password"
+              autocomplete="off"
+              data-testid="token-input"
+              value={token}
+              onInput={(e) => setToken((e.target as HTMLInputElement).value)}
+            />
+          </label>
+          <button type="submit" data-testid="login-button">
+            sign in
+          </button>
+        </form>
+        <ErrorBox error={error} />
+      </Section>
+    </div>
   );
 }

@@ -1,6 +1,9 @@
-import { useState } from "preact/hooks";
+// biome-ignore-all lint/a11y/noNoninteractiveTabindex: scrolled text blocks take the keyboard so they can be scrolled without a mouse.
+import { useEffect, useRef, useState } from "preact/hooks";
 import { api } from "../api.ts";
 import { ErrorBox, Section, useLoad } from "../components/common.tsx";
+import { PageTitle } from "../components/page-title.tsx";
+import { appendSample, ratePerSecond, type Sample, Sparkline } from "../components/sparkline.tsx";
 import { QueuesTable } from "./queues-table.tsx";
 
 interface Counters {
@@ -31,6 +34,35 @@ async function readiness(): Promise<Readiness & { http: number }> {
 export function SystemPage() {
   const ready = useLoad(readiness, [], 5000);
   const counters = useLoad(() => api<Counters>("GET", "/queues/counters"), [], 5000);
+  const history = useRef(new Map<string, Sample[]>());
+  const [, setTick] = useState(0);
+  useEffect(() => {
+    if (counters.data === undefined) return;
+    const now = Date.now();
+    const all = {
+      ...Object.fromEntries(Object.entries(counters.data.durability).map(([k, v]) => [`durability.${k}`, v])),
+      ...Object.fromEntries(Object.entries(counters.data.lineage).map(([k, v]) => [`lineage.${k}`, v])),
+    };
+    for (const [k, v] of Object.entries(all))
+      history.current.set(k, appendSample(history.current.get(k), now, v));
+    setTick((n) => n + 1);
+  }, [counters.data]);
+  const rateCell = (key: string) => {
+    const samples = history.current.get(key);
+    if (samples === undefined || samples.length < 2) return <td class="rate-cell muted">…</td>;
+    const rate = ratePerSecond(samples.slice(-2));
+    return (
+      <td class="rate-cell" data-rate={rate.toFixed(2)}>
+        <Sparkline
+          label={`${key}: ${rate.toFixed(1)} per second`}
+          width={80}
+          height={20}
+          series={[{ name: key, samples, className: "spark-a" }]}
+        />{" "}
+        {rate.toFixed(1)}/s
+      </td>
+    );
+  };
   const [diagnostic, setDiagnostic] = useState<Diagnostic | undefined>();
   const [running, setRunning] = useState(false);
   const [error, setError] = useState<Error | undefined>();
@@ -53,6 +85,7 @@ export function SystemPage() {
   const lost = (counters.data?.durability.lost ?? 0) + (counters.data?.lineage.lost ?? 0);
   return (
     <div>
+      <PageTitle title="Queues & system" />
       <Section title="Readiness">
         <ErrorBox error={ready.error} />
         {ready.data === undefined ? null : (
@@ -77,21 +110,25 @@ export function SystemPage() {
             <table class="grid">
               <tbody>
                 <tr>
-                  <th colSpan={2}>provider {counters.data.provider}</th>
+                  <th>provider {counters.data.provider}</th>
+                  <th>total</th>
+                  <th>per second, last 5 min</th>
                 </tr>
                 {Object.entries(counters.data.durability).map(([k, v]) => (
                   <tr key={k} data-counter={`durability.${k}`}>
                     <td>{k}</td>
                     <td class={`num ${k === "lost" && v > 0 ? "error-text" : ""}`}>{v}</td>
+                    {rateCell(`durability.${k}`)}
                   </tr>
                 ))}
                 <tr>
-                  <th colSpan={2}>lineage writer</th>
+                  <th colSpan={3}>lineage writer</th>
                 </tr>
                 {Object.entries(counters.data.lineage).map(([k, v]) => (
                   <tr key={k} data-counter={`lineage.${k}`}>
                     <td>{k}</td>
                     <td class={`num ${k === "lost" && v > 0 ? "error-text" : ""}`}>{v}</td>
+                    {rateCell(`lineage.${k}`)}
                   </tr>
                 ))}
               </tbody>
@@ -118,7 +155,7 @@ export function SystemPage() {
         </p>
         <ErrorBox error={error} />
         {diagnostic === undefined ? null : (
-          <pre class="body" data-testid="diagnostic" data-ok={String(diagnostic.ok)}>
+          <pre class="body" tabIndex={0} data-testid="diagnostic" data-ok={String(diagnostic.ok)}>
             {diagnostic.lines.join("\n")}
           </pre>
         )}

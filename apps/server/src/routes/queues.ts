@@ -227,7 +227,7 @@ export function queueRoutes(rt: FactflowRuntime) {
  * Waits until the cleanup of the execution owning `destination` (if it ended just now) is over, so
  * a dead-letter operation never races the deletion of that execution's queues.
  */
-async function cleanupDone(rt: FactflowRuntime, destination: string): Promise<void> {
+export async function cleanupDone(rt: FactflowRuntime, destination: string): Promise<void> {
   const executionId = executionOfDestination(destination);
   if (executionId !== undefined) await rt.queueCleanup?.idle(executionId);
 }

@@ -53,6 +53,7 @@ export function systemRoutes(rt: FactflowRuntime) {
           provider: rt.provider.name,
           capabilities: rt.provider.capabilities,
           executions_running: rt.engine.active(),
+          executions_running_here: rt.engine.runningHere(),
           provider_problems: rt.provider.health?.().problems ?? [],
           settings: redactSettings(rt.settings),
         }),

@@ -1,0 +1,285 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumMissing, openBrowser, seriousViolations, type TestBrowser } from "./browser.ts";
+import { type ServerProcess, startServerProcess } from "./server-process.ts";
+
+const missing = chromiumMissing();
+if (missing !== undefined && process.env.FACTFLOW_REQUIRE_SERVICES === "1") {
+  throw new Error(`[console] browser tests need Chromium: ${missing}`);
+}
+
+/** 200 items through one slow consumer: a few seconds of steady progress events to chart. */
+const PACED = `
+name: paced
+init: { route: fan, message: { items: [1] } }
+routes:
+  fan:
+    inbound: { queue: paced.fan }
+    adapters:
+      - type: split
+        config: { field: items }
+    outbound: [paced.items]
+  sink:
+    inbound: { queue: paced.items, concurrency: 1 }
+    adapters:
+      - type: delay
+        config: { ms: 25 }
+`;
+
+interface Row {
+  id: string;
+  kind: string;
+  message_id: string;
+  correlation_id: string;
+  payload: unknown;
+  error: { class: string; message: string } | null;
+}
+
+describe.skipIf(missing !== undefined)("what an operator reaches for, in Chromium", () => {
+  let server: ServerProcess;
+  let b: TestBrowser;
+  let done = "";
+
+  async function finished(id: string): Promise<void> {
+    const deadline = Date.now() + 120_000;
+    while ((await server.call("GET", `/executions/${id}`)).body.status === "running") {
+      if (Date.now() > deadline) throw new Error(`execution ${id} still running after 120 s`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  beforeAll(async () => {
+    server = await startServerProcess();
+    expect((await server.call("POST", "/configs/paced/versions", { source: PACED })).status).toBe(201);
+    done = (await server.call("POST", "/executions", { config: "docs-ingest", input: {} })).body.id;
+    await finished(done);
+    b = await openBrowser();
+    await b.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.base });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await server?.stop();
+  });
+
+  it("finds an execution, a message and a correlation id from the box on every page", async () => {
+    const { page } = b;
+    const row = (await server.call("GET", `/executions/${done}/lineage?route=split&kind=message&limit=1`))
+      .body.items[0] as Row;
+    await page.goto(`${server.base}/ui/#/system`);
+    await page.getByTestId("search-input").fill(row.message_id);
+    await page.getByTestId("search-button").click();
+    const hits = page.getByTestId("message-hits");
+    await hits.waitFor();
+    expect(
+      await hits
+        .locator("tr[data-execution-id]")
+        .evaluateAll((r) => r.map((e) => e.getAttribute("data-execution-id"))),
+    ).toEqual([done]);
+    expect(await page.title()).toMatch(/^Find /);
+    expect(await seriousViolations(page)).toEqual([]);
+    await b.shot("11-search");
+    await hits.getByTestId("hit-tree").click();
+    await expect
+      .poll(() => page.locator("[data-testid=lineage-graph] g.node.focus").getAttribute("data-node-id"))
+      .toBe(row.message_id);
+
+    // A correlation id is the id of the message that started the chain.
+    await page.getByTestId("search-input").fill(row.correlation_id);
+    await page.getByTestId("search-button").click();
+    await expect.poll(() => page.locator("[data-testid=message-hits] tr[data-execution-id]").count()).toBe(1);
+
+    // An execution id goes straight to the execution.
+    await page.getByTestId("search-input").fill(done);
+    await page.getByTestId("search-button").click();
+    await page.getByTestId("execution-page").waitFor();
+    expect(page.url()).toMatch(new RegExp(`#/executions/${done}$`));
+
+    await page.getByTestId("search-input").fill("no-such-id");
+    await page.getByTestId("search-button").click();
+    await expect.poll(() => page.getByTestId("no-messages").textContent()).toBe("Nothing has this id.");
+  });
+
+  it("shows inputs, lineage payloads and errors, and dead letters' bodies and headers, with copy and a size cap", async () => {
+    const { page } = b;
+    // An input over the 64 KB the detail carries inline: loaded on demand, shown cut, copied whole.
+    const pad = "x".repeat(70_000);
+    const big = (await server.call("POST", "/executions", { config: "paced", input: { items: [1, 2], pad } }))
+      .body.id as string;
+    await finished(big);
+    await page.goto(`${server.base}/ui/#/executions/${big}`);
+    await page.getByTestId("load-input").click();
+    const input = page.getByTestId("input-payload");
+    await input.waitFor();
+    expect(await input.getAttribute("data-cut")).toBe("true");
+    expect(Number(await input.getAttribute("data-size"))).toBeGreaterThan(70_000);
+    await page.getByTestId("show-all").click();
+    expect(await input.getAttribute("data-cut")).toBe("false");
+    await input.getByTestId("copy-payload").click();
+    await expect.poll(() => input.locator(".copy-state").textContent()).toContain("copied");
+    const copied = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    expect(copied).toEqual({ items: [1, 2], pad });
+
+    // A lineage row: its body (message rows) and its error (a failed adapter attempt).
+    const rows = (
+      await server.call("GET", `/executions/${done}/lineage?route=enrich&status=failed&limit=500`)
+    ).body.items as Row[];
+    const failedAdapter = rows.find((r) => r.kind === "adapter" && r.error !== null);
+    expect(failedAdapter).toBeDefined();
+    await page.goto(`${server.base}/ui/#/executions/${done}/lineage?route=enrich&status=failed`);
+    const detail = page.getByTestId("row-detail");
+    await page.locator(".vtable-row [data-testid=row-details]").first().waitFor();
+    // Only the rows in view exist: scroll the virtualised table to a row, then open it.
+    const open = async (index: number) => {
+      await page.locator(".vtable-body").evaluate((el, i) => {
+        el.scrollTop = Math.max(0, i * 28 - 56);
+      }, index);
+      await page.locator(`.vtable-row[data-index="${index}"] [data-testid=row-details]`).click();
+    };
+    await open(rows.findIndex((r) => r.id === failedAdapter?.id));
+    await detail.waitFor();
+    expect(await detail.getByTestId("row-error").textContent()).toContain(
+      failedAdapter?.error?.message as string,
+    );
+    const messageRow = rows.findIndex((r) => r.kind === "message");
+    await open(messageRow);
+    const body = detail.getByTestId("row-payload");
+    await body.waitFor();
+    expect(JSON.parse((await body.locator("pre").textContent()) ?? "")).toEqual(rows[messageRow]?.payload);
+    expect(await seriousViolations(page)).toEqual([]);
+    await b.shot("12-lineage-row");
+
+    // A dead letter: body, headers, last error.
+    const destination = `/queue/${done}/docs.sections`;
+    const letter = (
+      await server.call("GET", `/queues/dlq?destination=${encodeURIComponent(destination)}&limit=1`)
+    ).body.items[0];
+    await page.goto(`${server.base}/ui/#/dead-letters?destination=${encodeURIComponent(destination)}`);
+    await page.locator(`tr[data-message-id="${letter.message_id}"] [data-testid=open-letter]`).click();
+    const letterBody = page.getByTestId("letter-body");
+    await letterBody.waitFor();
+    expect(JSON.parse((await letterBody.locator("pre").textContent()) ?? "")).toEqual(letter.body);
+    expect(JSON.parse((await page.getByTestId("letter-headers").locator("pre").textContent()) ?? "")).toEqual(
+      letter.headers,
+    );
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+
+  it("redrives and discards a selection of dead letters, then purges the queue they wait in", async () => {
+    const { page } = b;
+    const destination = `/queue/${done}/docs.sections`;
+    const count = async () =>
+      (await server.call("GET", `/queues/dlq?destination=${encodeURIComponent(destination)}&limit=1`)).body
+        .total as number;
+    const before = await count();
+    expect(before).toBeGreaterThanOrEqual(4);
+    await page.goto(`${server.base}/ui/#/dead-letters?destination=${encodeURIComponent(destination)}`);
+    const boxes = page.getByTestId("select-letter");
+    await boxes.first().waitFor();
+    await boxes.nth(0).check();
+    await boxes.nth(1).check();
+    await page.getByTestId("redrive-selected").click();
+    await expect.poll(() => page.getByTestId("confirm").textContent()).toContain(`${before} → ${before - 2}`);
+    await page.getByTestId("confirm-yes").click();
+    // The execution is over: refused, then forced.
+    await page.getByTestId("redrive-refused").waitFor();
+    expect(await page.getByTestId("replay-instead").textContent()).toContain("replay 2 messages");
+    await page.getByTestId("redrive-force").click();
+    await page.getByTestId("confirm-yes").click();
+    await expect
+      .poll(() => page.getByTestId("outcome").textContent())
+      .toBe(`redrove 2 dead letters; dead letters: ${before} → ${before - 2}`);
+    expect(await count()).toBe(before - 2);
+
+    await page.getByTestId("select-page").check();
+    const onPage = await boxes.count();
+    await page.getByTestId("discard-selected").click();
+    await expect
+      .poll(() => page.getByTestId("confirm").textContent())
+      .toContain(`${onPage} of ${before - 2}`);
+    await page.getByTestId("confirm-yes").click();
+    await expect
+      .poll(() => page.getByTestId("outcome").textContent())
+      .toContain(`dead letters: ${before - 2} → ${before - 2 - onPage}`);
+
+    // The two redriven messages wait in the queue, which nothing consumes any more: purge it.
+    const depth = async () =>
+      (await server.call("GET", `/queues/stats?destination=${encodeURIComponent(destination)}`)).body
+        .depth as number;
+    expect(await depth()).toBe(2);
+    await page.goto(`${server.base}/ui/#/system`);
+    const queueRow = page.locator(`tr[data-destination="${destination}"]`);
+    await expect.poll(() => queueRow.locator("[data-col=depth]").textContent()).toBe("2");
+    await queueRow.getByTestId("purge").click();
+    await expect
+      .poll(() => page.getByTestId("confirm-purge").textContent())
+      .toContain("the 2 messages waiting");
+    await page.getByTestId("confirm-purge-yes").click();
+    await expect
+      .poll(() => page.getByTestId("purge-outcome").textContent())
+      .toContain(`purged ${destination}`);
+    expect(await depth()).toBe(0);
+    expect(await count()).toBe(before - 2 - onPage);
+  });
+
+  it("charts queue depths and counter rates on the system page, and each route's rate from the event stream", async () => {
+    const { page } = b;
+    const paced = (
+      await server.call("POST", "/executions", { config: "paced", input: { items: [...Array(800).keys()] } })
+    ).body.id as string;
+    await page.goto(`${server.base}/ui/#/system`);
+    // Two reads (five seconds apart) make a rate; the paced execution's queues are there meanwhile.
+    const published = page.locator('[data-counter="durability.published"] .rate-cell');
+    await expect.poll(() => published.getAttribute("data-rate"), { timeout: 30_000 }).not.toBeNull();
+    const spark = page.locator(
+      `tr[data-destination="/queue/${paced}/paced.items"] [data-testid=queue-spark]`,
+    );
+    await expect
+      .poll(async () => Number(await spark.getAttribute("data-points")), { timeout: 30_000 })
+      .toBeGreaterThanOrEqual(2);
+    await b.shot("07-system");
+
+    await page.goto(`${server.base}/ui/#/executions/${paced}`);
+    const rate = page.locator('tr[data-route="sink"] [data-testid=route-rate]');
+    await expect
+      .poll(async () => Number(await rate.getAttribute("data-rate")), { timeout: 60_000 })
+      .toBeGreaterThan(0);
+    expect(await rate.locator("svg.sparkline polyline").count()).toBe(2);
+    await b.shot("13-route-rate");
+    await finished(paced);
+  });
+
+  it("orders executions oldest first, and shows times with their zone and how long ago", async () => {
+    const { page } = b;
+    const all = (await server.call("GET", "/executions?limit=50")).body.items as { id: string }[];
+    await page.goto(`${server.base}/ui/#/executions`);
+    const ids = () =>
+      page
+        .locator("[data-testid=executions-table] tbody tr")
+        .evaluateAll((r) => r.map((e) => e.getAttribute("data-execution-id")));
+    await expect.poll(ids).toEqual(all.map((e) => e.id));
+    await page.getByTestId("sort-started").click();
+    await expect.poll(ids).toEqual(all.map((e) => e.id).reverse());
+    expect(page.url()).toContain("order=oldest");
+    const started = page.locator("[data-testid=executions-table] tbody tr time").first();
+    expect(await started.getAttribute("datetime")).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(await started.textContent()).toMatch(/(UTC|GMT[+-]?\d*).*ago/);
+  });
+
+  it("follows the system's dark preference and stays readable there", async () => {
+    const { page } = b;
+    await page.emulateMedia({ colorScheme: "dark" });
+    for (const hash of ["#/executions", `#/executions/${done}`, "#/system"]) {
+      await page.goto(`${server.base}/ui/${hash}`);
+      await page.locator("h1").waitFor();
+      await page.locator("[data-testid=loading]").waitFor({ state: "detached" });
+      const background = await page.evaluate(
+        () => getComputedStyle(document.documentElement).backgroundColor,
+      );
+      const [r = 255, g = 255, bl = 255] = (background.match(/\d+/g) ?? []).map(Number);
+      expect(r + g + bl, background).toBeLessThan(150);
+      expect(await seriousViolations(page), hash).toEqual([]);
+    }
+    await b.shot("14-dark");
+    await page.emulateMedia({ colorScheme: "light" });
+    expect(b.problems).toEqual([]);
+  });
+});
