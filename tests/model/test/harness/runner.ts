@@ -119,14 +119,18 @@ export async function openModelRun(
     },
     async replayDead(shape, parent, route, keys) {
       const rows = await allRows(db, parent.id, "message");
-      const ids = rows
-        .filter(
-          (r) =>
-            r.route === route &&
-            r.status === "failed" &&
-            keys.includes((r.payload as { k?: string })?.k ?? ""),
-        )
-        .map((r) => r.messageId);
+      // A key may have reached the route more than once (two paths lead there): replay as many of
+      // its dead-lettered rows as `keys` names it.
+      const wanted = new Map<string, number>();
+      for (const key of keys) wanted.set(key, (wanted.get(key) ?? 0) + 1);
+      const ids: string[] = [];
+      for (const r of rows) {
+        const key = (r.payload as { k?: string } | undefined)?.k ?? "";
+        const left = wanted.get(key) ?? 0;
+        if (r.route !== route || r.status !== "failed" || left === 0) continue;
+        wanted.set(key, left - 1);
+        ids.push(r.messageId);
+      }
       healing.active = true;
       try {
         const record = await engine.service.replay(parent.id, { fromRoute: route, messageIds: ids });
