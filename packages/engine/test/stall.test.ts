@@ -93,8 +93,12 @@ describe("stall diagnosis", () => {
     });
     const config = await loadPipelineConfig(CHAIN, { registry: engine.registry });
     const record = await engine.service.create({ config });
-    await waitFor(() => stalls.length === 1, "the stall report");
-    const [stall] = stalls as [StallDiagnosis];
+    // On a loaded machine the hop from a to b can itself be quiet for a period and be reported;
+    // the report this test is about is the one taken while b holds the message.
+    const heldByB = (d: StallDiagnosis) => d.routes.some((r) => r.route === "b" && r.inFlight === 1);
+    await waitFor(() => stalls.some(heldByB), "the stall report while b holds the message");
+    const stall = stalls.find(heldByB) as StallDiagnosis;
+    const reports = stalls.length;
     expect(stall.executionId).toBe(record.id);
     expect(stall.phase).toBe("running");
     expect(stall.quietMs).toBeGreaterThanOrEqual(200);
@@ -121,7 +125,7 @@ describe("stall diagnosis", () => {
 
     // Still quiet after several more periods: still one report, and the API view keeps it current.
     await waitFor(() => (engine.service.progress(record.id)?.quietMs ?? 0) >= 1000, "a long quiet");
-    expect(stalls).toHaveLength(1);
+    expect(stalls).toHaveLength(reports);
     const current = engine.service.stall(record.id);
     expect(current?.quietMs).toBeGreaterThanOrEqual(1000);
     expect(current?.waitingFor).toEqual(stall.waitingFor);
@@ -131,7 +135,7 @@ describe("stall diagnosis", () => {
     expect(await engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
     expect(engine.service.stall(record.id)).toBeUndefined();
     expect(info).toContain("execution is making progress again");
-    expect(stalls).toHaveLength(1);
+    expect(stalls).toHaveLength(reports);
     await engine.shutdown();
   });
 

@@ -78,7 +78,13 @@ function attempt(route: RouteShape, key: string, n: number, healed: boolean): At
  */
 export function expectedOutcome(
   shape: Shape,
-  options: { start?: string; inputs?: readonly string[]; healed?: boolean } = {},
+  options: {
+    start?: string;
+    inputs?: readonly string[];
+    healed?: boolean;
+    /** Told of every delivery the model makes, in order. */
+    onArrival?: (route: string, key: string) => void;
+  } = {},
 ): Expected {
   const routes: Record<string, RouteOutcome> = {};
   const byName = new Map(shape.routes.map((r) => [r.name, r]));
@@ -95,6 +101,7 @@ export function expectedOutcome(
     const route = byName.get(item.route) as RouteShape;
     const o = routes[route.name] as RouteOutcome;
     o.arrived++;
+    options.onArrival?.(route.name, item.key);
     if (route.condition !== undefined && !route.condition.includes(bodyOf(item.key).h)) {
       o.skipped++;
       continue;
