@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type {
   ExecutionRecord,
   ExecutionStatus,
@@ -7,7 +8,7 @@ import type {
   Logger,
   PipelineConfig,
 } from "@factflow/protocols";
-import { OPEN_LINEAGE_STATUSES, PipelineError } from "@factflow/protocols";
+import { isFactflowError, OPEN_LINEAGE_STATUSES, PipelineError } from "@factflow/protocols";
 import { DELIVERY_ABANDONED, ExecutionNotFoundError } from "./errors.js";
 import {
   type ExecutionEvent,
@@ -292,6 +293,28 @@ export class ExecutionService {
     return record;
   }
 
+  /**
+   * {@link get} for a caller that waits anyway (events, waitForEnd): a store error the store marks
+   * retryable (a database connection lost mid-query) is retried with backoff until `signal` aborts,
+   * so one cut connection does not end a wait that a second query would satisfy.
+   */
+  async #getForWaiting(executionId: string, signal: AbortSignal | undefined): Promise<ExecutionRecord> {
+    for (let delayMs = 50; ; delayMs = Math.min(delayMs * 2, 2000)) {
+      try {
+        return await this.get(executionId);
+      } catch (error) {
+        if (!isFactflowError(error) || !error.retryable || signal?.aborted === true) throw error;
+        this.#logger.warn("reading the execution failed; retrying", {
+          executionId,
+          error: (error as Error).message,
+          retryInMs: delayMs,
+        });
+        const waited = await sleep(delayMs, true, signal === undefined ? {} : { signal }).catch(() => false);
+        if (!waited) throw error;
+      }
+    }
+  }
+
   /** Cancels a running execution (here, or an orphaned `running` row). Returns the final status. */
   async cancel(executionId: string, reason = "cancelled by request"): Promise<ExecutionStatus> {
     if (await this.#manager.cancel(executionId, reason)) return "cancelled";
@@ -352,7 +375,7 @@ export class ExecutionService {
     executionId: string,
     options: { afterId?: number; signal?: AbortSignal } = {},
   ): AsyncGenerator<ExecutionEvent> {
-    const record = await this.get(executionId);
+    const record = await this.#getForWaiting(executionId, options.signal);
     if (record.status !== "running" && !this.hub.has(executionId)) {
       this.hub.emit(executionId, record.status, record.error === null ? {} : { error: record.error });
     }

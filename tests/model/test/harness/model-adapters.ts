@@ -5,6 +5,9 @@ import { bodyOf, type FateMix, fateOf, type ModelBody } from "./shape.js";
 /** What each execution's sinks saw: execution id → route → keys (batches flattened). */
 export const sunk = new Map<string, Map<string, string[]>>();
 
+/** Told of every in-memory sink write, with the execution's count of sunk keys so far. */
+export const sinkWatchers = new Set<(executionId: string, keys: number) => void>();
+
 /**
  * While set, every rule passes: a replay with the failures fixed. Cases run one at a time, so a flag
  * set around the replay (whose execution id is not known before it starts running) is enough.
@@ -94,6 +97,11 @@ export const modelAdapters: AdapterDefinition[] = [
         const keys = routes.get(ctx.route) ?? [];
         keys.push(...keysOf(ctx.message));
         routes.set(ctx.route, keys);
+        if (sinkWatchers.size > 0) {
+          let total = 0;
+          for (const k of routes.values()) total += k.length;
+          for (const watch of sinkWatchers) watch(ctx.executionId, total);
+        }
         return { data: null };
       },
     }),

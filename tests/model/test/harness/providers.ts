@@ -8,6 +8,7 @@ import { createRabbitMqProvider } from "@factflow/infra-rabbitmq";
 import { createRedisProvider } from "@factflow/infra-redis";
 import { probeTcp } from "@factflow/infra-testkit";
 import type { QueueProtocol } from "@factflow/protocols";
+import { RABBITMQ_URL } from "./databases.js";
 import type { ShapeLimits } from "./generator.js";
 
 const servicesDir = process.env.FACTFLOW_SERVICES_DIR ?? join(homedir(), ".cache", "factflow", "services");
@@ -16,7 +17,6 @@ const recorded = (service: string, file: string, fallback: string): string => {
   return existsSync(path) ? readFileSync(path, "utf8").trim() : fallback;
 };
 
-const RABBITMQ_URL = process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672";
 const REDIS_URL = process.env.FACTFLOW_REDIS_URL ?? "redis://127.0.0.1:6379";
 const ARTEMIS_URL =
   process.env.ARTEMIS_STOMP_URL ?? recorded("artemis", "stomp.url", "stomp://127.0.0.1:61613");

@@ -35,7 +35,8 @@ export interface ModelRun {
   readonly engine: Engine;
   readonly queue: QueueProtocol;
   readonly db: LineageDatabase;
-  run(shape: Shape): Promise<Observed>;
+  /** Runs `shape`; `during` runs beside the execution once it started (a fault to inject). */
+  run(shape: Shape, during?: (executionId: string) => Promise<void>): Promise<Observed>;
   /** Replays these dead-lettered keys of `route` with every rule passing, as a new execution. */
   replayDead(shape: Shape, parent: Observed, route: string, keys: readonly string[]): Promise<Observed>;
   close(): Promise<void>;
@@ -110,12 +111,20 @@ export async function openModelRun(
     engine,
     queue,
     db,
-    async run(shape) {
+    async run(shape, during) {
       const config = await loadPipelineConfig(JSON.stringify(toPipelineConfig(shape)), {
         registry: engine.registry,
       });
       const record = await engine.service.create({ config });
-      return observe(shape, record.id);
+      // Settled here so a failing fault cannot become an unhandled rejection while the run goes on.
+      const fault = during?.(record.id).then(
+        () => undefined,
+        (error: unknown) => error ?? new Error("the fault failed"),
+      );
+      const observed = await observe(shape, record.id);
+      const error = await fault;
+      if (error !== undefined) throw error;
+      return observed;
     },
     async replayDead(shape, parent, route, keys) {
       const rows = await allRows(db, parent.id, "message");
