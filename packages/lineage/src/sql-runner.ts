@@ -185,9 +185,9 @@ function pgliteCopy(target: string): string {
 /** Commits of the writer between two `VACUUM lineage` on PGlite. */
 const VACUUM_EVERY_COMMITS = 200;
 /**
- * Statement data (text parameters and COPY streams) the writer sends between two rounds at most. The log grows with
- * what is written, not with the number of commits: a busy writer sends large batches, and 200 of
- * them would put far more than `max_wal_size` into the log before the next checkpoint.
+ * Statement data (text parameters and COPY streams) the writer sends between two rounds at most. The
+ * log grows with what is written, not with the number of commits: a busy writer sends large batches,
+ * and 200 of them would put far more than `max_wal_size` into the log before the next checkpoint.
  */
 const VACUUM_EVERY_BYTES = 4 * 1024 * 1024;
 /**
