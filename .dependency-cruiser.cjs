@@ -148,7 +148,8 @@ module.exports = {
     // ---- provider-kit: protocols only (+ valibot for its option schemas) -----------------------
     {
       name: "provider-kit-imports-only-protocols",
-      comment: "packages/provider-kit imports only @factflow/protocols from the workspace (docs/architecture.md).",
+      comment:
+        "packages/provider-kit imports only @factflow/protocols from the workspace (docs/architecture.md).",
       severity: "error",
       from: { path: "^packages/provider-kit/src/" },
       to: {
