@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * Import boundaries of the workspace, after ARCHITECTURE.md "Who may import whom" (CONTRIBUTING.md has
+ * Import boundaries of the workspace, after docs/architecture.md "Who may import whom" (CONTRIBUTING.md has
  * a summary).
  * Run by `pnpm lint` (`depcruise --config .dependency-cruiser.cjs ...`); scripts/test/boundaries.test.mjs
  * proves that each kind of violation below is reported.
@@ -52,7 +52,7 @@ module.exports = {
       name: "no-relative-import-across-packages",
       comment:
         "A relative import reaches into another package's folder. Import the other package by its name " +
-        "(@factflow/...) and only where ARCHITECTURE.md allows it.",
+        "(@factflow/...) and only where docs/architecture.md allows it.",
       severity: "error",
       from: { path: `^(${PACKAGE_DIR}|bench|examples)/` },
       to: { dependencyTypes: ["local"], path: "^(packages|apps|bench|examples)/", pathNot: "^$1/" },
@@ -123,7 +123,7 @@ module.exports = {
       name: "unclassified-package",
       comment:
         "A package under packages/ that .dependency-cruiser.cjs does not know: add its layer and allowed " +
-        "imports there (ARCHITECTURE.md, 'Who may import whom').",
+        "imports there (docs/architecture.md, 'Who may import whom').",
       severity: "error",
       from: { path: `^packages/(?!(${KNOWN_PACKAGES})/)[^/]+/src/` },
       to: {},
@@ -132,7 +132,7 @@ module.exports = {
     // ---- protocols: nothing from the workspace; valibot and node builtins ----------------------
     {
       name: "protocols-imports-no-workspace-package",
-      comment: "packages/protocols imports nothing from the workspace (ARCHITECTURE.md).",
+      comment: "packages/protocols imports nothing from the workspace (docs/architecture.md).",
       severity: "error",
       from: { path: "^packages/protocols/src/" },
       to: { path: WORKSPACE_TARGET, pathNot: "^packages/protocols/|^@factflow/protocols$" },
@@ -148,7 +148,8 @@ module.exports = {
     // ---- provider-kit: protocols only (+ valibot for its option schemas) -----------------------
     {
       name: "provider-kit-imports-only-protocols",
-      comment: "packages/provider-kit imports only @factflow/protocols from the workspace (ARCHITECTURE.md).",
+      comment:
+        "packages/provider-kit imports only @factflow/protocols from the workspace (docs/architecture.md).",
       severity: "error",
       from: { path: "^packages/provider-kit/src/" },
       to: {
@@ -170,7 +171,7 @@ module.exports = {
       comment:
         "A provider (packages/infra/*) imports only @factflow/protocols and @factflow/provider-kit from " +
         "the workspace: never the engine, lineage, storage, adapters or another provider; the testkit " +
-        "only from its tests (ARCHITECTURE.md).",
+        "only from its tests (docs/architecture.md).",
       severity: "error",
       from: { path: "^packages/infra/([^/]+)/src/" },
       to: {
@@ -183,7 +184,7 @@ module.exports = {
       name: "infra-tests-import-only-protocols-provider-kit-testkit",
       comment:
         "A provider's tests may add @factflow/infra-testkit to what its src may import, nothing else of " +
-        "the workspace (ARCHITECTURE.md).",
+        "the workspace (docs/architecture.md).",
       severity: "error",
       from: { path: "^packages/infra/([^/]+)/test/" },
       to: {
@@ -233,7 +234,7 @@ module.exports = {
       name: "engine-imports-only-protocols",
       comment:
         "packages/engine imports only @factflow/protocols from the workspace: providers, lineage and " +
-        "storage are handed to it (ARCHITECTURE.md).",
+        "storage are handed to it (docs/architecture.md).",
       severity: "error",
       from: { path: "^packages/engine/src/" },
       to: { path: WORKSPACE_TARGET, pathNot: "^packages/(engine|protocols)/|^@factflow/(engine|protocols)$" },
@@ -253,7 +254,7 @@ module.exports = {
       name: "lineage-storage-adapters-import-only-protocols",
       comment:
         "packages/lineage, packages/storage and packages/adapters import only @factflow/protocols from " +
-        "the workspace (ARCHITECTURE.md).",
+        "the workspace (docs/architecture.md).",
       severity: "error",
       from: { path: "^packages/(lineage|storage|adapters)/src/" },
       to: { path: WORKSPACE_TARGET, pathNot: "^packages/($1|protocols)/|^@factflow/($1|protocols)$" },

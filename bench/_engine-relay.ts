@@ -10,7 +10,7 @@
  * `hop1..hop3` and `sink` mirror the raw relay's `q1 → q2 → q3 → sink` exactly (three relaying
  * consumers, one final consumer). The `seed` route stands in for the raw modes' injector: the init
  * message `{ items: [{ index: 0 }, …] }` is fanned out by `split` into N messages on `hop1.in`, at
- * most 64 publishes in flight (the raw injector keeps 100). Feeding N messages from outside the
+ * most 256 publishes in flight (the raw injector keeps 100). Feeding N messages from outside the
  * engine was not an option: only messages the engine registered in lineage count towards its
  * completion gate.
  *

@@ -159,8 +159,8 @@ const CANCELLATION = Symbol("factflow.cancellation");
 /**
  * A context's `signal`: an accessor (the `AbortSignal` is made on first read), enumerable like the
  * other fields, so a spread copy of a context carries the signal. One getter function for every
- * context: an object literal with a getter of its own (a closure per invocation) gave every context
- * its own hidden class, which cost ~0.9 µs per invocation against ~0.1 µs for this.
+ * context: an object literal with a getter of its own (a closure per invocation) gives every context
+ * its own hidden class, which costs ~0.9 µs per invocation against ~0.1 µs for this.
  */
 const SIGNAL_PROPERTY: PropertyDescriptor = {
   get(this: { readonly [CANCELLATION]: DeliverySignal }): AbortSignal {

@@ -18,8 +18,8 @@ export interface Cancellation {
  * The cancellation of one delivery: it is cancelled when the provider's signal aborts (timeout,
  * unsubscribe) or the execution's does (cancel, fail). Most deliveries never need it as an
  * `AbortSignal` (a synchronous adapter never waits, the slots are usually free), and an
- * `AbortController` plus a listener on the provider's signal per delivery was one of the largest
- * costs of the hot path, so the controller is made only when something asks for {@link signal}.
+ * `AbortController` plus a listener on the provider's signal for every delivery would be one of the
+ * largest costs of the hot path, so the controller is made only when something asks for {@link signal}.
  * Until then {@link aborted} and {@link reason} read the two sources directly.
  */
 export class DeliverySignal implements Cancellation, Abortable {

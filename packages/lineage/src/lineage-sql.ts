@@ -112,7 +112,7 @@ function selectOf(columns: readonly (readonly [string, string])[], alias: string
 
 // The batch travels as one array parameter per column, expanded server-side by unnest: a fixed
 // number of parameters whatever the batch size, and about a fifth of the server's parse cost of a
-// JSON record set (json_to_recordset took ~19 µs per row on PostgreSQL 15 here, unnest ~4 µs).
+// JSON record set (json_to_recordset takes ~19 µs per row on PostgreSQL 15, unnest ~4 µs).
 function plainInsertSql(columns: readonly (readonly [string, string])[]): string {
   return `insert into lineage (${columns.map(([name]) => name).join(", ")})
 select ${selectOf(columns, "r")}
@@ -135,7 +135,7 @@ const PLAIN_INSERT_SQL = plainInsertSql(INSERT_COLUMNS);
 const INSERT_SQL = upsertSql(INSERT_COLUMNS);
 
 // Each queued update finds its row through the primary key, whatever the sizes of the batch and the
-// table. Joined on `l.id = u.id`, a batch of more than about a thousand updates was planned as a hash
+// table. Joined on `l.id = u.id`, a batch of more than about a thousand updates is planned as a hash
 // join that reads the whole table first: for 2000 updates on a table of 120 000 rows, 190 ms on PGlite
 // (whose unnamed statements are planned with each batch's real size) and 100 ms on PostgreSQL,
 // against 110 and 36–46 ms through the key (`pnpm bench lineage-update`), and growing with the table.

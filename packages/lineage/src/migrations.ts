@@ -145,8 +145,8 @@ const migrations: Record<string, Migration> = {
       await db.schema.dropTable("factflow_queue_definitions").ifExists().execute();
     },
   },
-  // Fewer index entries per lineage row: PostgreSQL spent about 7 µs of CPU per hop on each
-  // secondary index (docs/performance.md, "Seventh pass"). The (execution_id, route, status) index
+  // Fewer index entries per lineage row: PostgreSQL spends about 7 µs of CPU per hop on each
+  // secondary index (docs/performance.md, "Lineage writes"). The (execution_id, route, status) index
   // served only per-execution reads, which the (execution_id, message_id) index also starts with.
   // Only a message row's parent leads to another message (an adapter row's parent is a row of its
   // own message, which the message index finds), so the tree walk needs parent_id of message rows.

@@ -5,7 +5,7 @@ import { join } from "node:path";
  * `initdb` arguments of a new embedded database: write-ahead log segments of 1 MB instead of
  * PostgreSQL's 16 MB. PostgreSQL keeps at least two segments, and the log of a lineage database
  * only needs to reach from one checkpoint to the next (the writer checkpoints every few MB), so
- * with 16 MB segments a fresh database carried 16–32 MB of log it never needed.
+ * with 16 MB segments a fresh database carries 16–32 MB of log it never needs.
  */
 export const PGLITE_INITDB_ARGS: readonly string[] = ["--wal-segsize=1"];
 
@@ -23,8 +23,8 @@ const SEGMENT_NAME = /^[0-9A-F]{24}$/;
  * - The log is capped: lineage is written in small commits all day, and the default 1 GB would sit
  *   on disk next to a small database. PGlite's single-user PostgreSQL checkpoints by itself once
  *   `max_wal_size` is near (besides the writer's own rounds), and keeps at most that much log for
- *   reuse. Both bounds must be at least two segments: a database made before 1 MB segments (16 MB
- *   ones) keeps the older 32 MB / 64 MB.
+ *   reuse. Both bounds must be at least two segments: a database made with 16 MB segments keeps
+ *   32 MB / 64 MB.
  */
 export async function pgliteSettings(dir: string): Promise<string[]> {
   const segment = await walSegmentBytes(dir);

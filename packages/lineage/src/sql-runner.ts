@@ -185,15 +185,15 @@ function pgliteCopy(target: string): string {
 /** Commits of the writer between two `VACUUM lineage` on PGlite. */
 const VACUUM_EVERY_COMMITS = 200;
 /**
- * Statement data (CSV and JSON text) the writer sends between two rounds at most. The log grows with
- * what is written, not with the number of commits: a busy writer sends large batches, and 200 of
- * them would put far more than `max_wal_size` into the log before the next checkpoint.
+ * Statement data (text parameters and COPY streams) the writer sends between two rounds at most. The
+ * log grows with what is written, not with the number of commits: a busy writer sends large batches,
+ * and 200 of them would put far more than `max_wal_size` into the log before the next checkpoint.
  */
 const VACUUM_EVERY_BYTES = 4 * 1024 * 1024;
 /**
  * Vacuum rounds between two checkpoints. A checkpoint writes every dirty page, and the first change
- * of each page after it logs the whole page again: with one per round, checkpoints took about a
- * fifth of the worker's time in the relay. One every four rounds still keeps the log near 150
+ * of each page after it logs the whole page again: one per round costs about a fifth of the
+ * worker's time in the relay. One every four rounds still keeps the log near 150
  * bytes per hop (`pnpm bench lineage-disk 20000 pglite`, docs/performance.md).
  */
 const CHECKPOINT_EVERY_ROUNDS = 4;

@@ -28,8 +28,8 @@ export interface QueueFigures {
   /**
    * Deliveries its live consumers actually hold (the sum of their `messagesInTransit`). Normally
    * equal to `deliveringCount`; Artemis 2.40 can leave a delivery of a consumer whose connection
-   * died (kill -9 under load) counted as delivering while no consumer holds it, and not redelivered
-   * (one was watched for over half an hour). Such a stranded delivery is in `deliveringCount` but
+   * died (kill -9 under load) counted as delivering while no consumer holds it, and never
+   * redelivered. Such a stranded delivery is in `deliveringCount` but
    * not here.
    */
   readonly heldCount: number;

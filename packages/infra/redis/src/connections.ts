@@ -36,7 +36,7 @@ export function openCommandConnection(config: RedisConfig, logger: Logger): Redi
     commandTimeout: config.commandTimeoutMs,
     // No auto-pipelining: ioredis runs one auto-pipeline per connection at a time, so a command
     // issued while an earlier batch waits for its reply is held back until that batch ends. On a
-    // stalled connection a publish then waited out the earlier batch's timeout before its own
+    // stalled connection a publish would wait out the earlier batch's timeout before its own
     // (about twice commandTimeoutMs). Sent one by one, every command is on the wire at once and
     // times out on its own clock; Redis still answers them pipelined. Publishes and acknowledgement
     // batches cork the socket for the rest of the turn (corkUntilNextTurn), so the commands of one
