@@ -13,6 +13,7 @@ import * as v from "valibot";
 import { isMap, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import type { AdapterRegistry } from "./adapter-registry.js";
 import { checkPipelineSemantics, type RawIssue } from "./config-checks.js";
+import { configIssueText } from "./config-issue-text.js";
 import { checkQueueCapabilities } from "./route-queue-options.js";
 
 /** Options of `loadPipelineConfig`. */
@@ -89,7 +90,10 @@ export async function loadPipelineConfig(
     throw new ConfigError(
       subject,
       parsed.issues.map((issue) =>
-        toIssue({ path: (issue.path ?? []).map((p) => p.key as string | number), message: issue.message }),
+        toIssue({
+          path: (issue.path ?? []).map((p) => p.key as string | number),
+          message: configIssueText(issue),
+        }),
       ),
     );
   }

@@ -103,6 +103,30 @@ routes:
     expect(issues.some((i) => i.path.startsWith("routes.a") && i.line === 9)).toBe(true);
   });
 
+  it("names an unknown key and, on an adapter step, says that settings go under config", async () => {
+    const source = VALID.replace(
+      "inbound: { queue: start.in }",
+      "inbound: { queue: start.in, concurency: 2 }",
+    ).replace(
+      "      - type: split\n        config: { field: items }",
+      "      - type: split\n        field: items",
+    );
+    const issues = await issuesOf(source);
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          path: "routes.start.inbound.concurency",
+          line: 8,
+          message: expect.stringMatching(/^unknown key "concurency"/),
+        }),
+        expect.objectContaining({
+          path: "routes.start.adapters[0].field",
+          message: expect.stringContaining("adapter settings go under config"),
+        }),
+      ]),
+    );
+  });
+
   it("rejects a route cycle with no way out, and accepts one through a filter or with an exit", async () => {
     const cycle = `name: c
 init: { route: a }
