@@ -1,10 +1,13 @@
-import { findJsonHazard } from "@factflow/protocols";
+import { findJsonHazard, schemaIssueText } from "@factflow/protocols";
 import type { Context } from "hono";
 import * as v from "valibot";
 import { HttpProblem } from "./http-errors.js";
 
 function issuesOf(issues: readonly v.BaseIssue<unknown>[]): { path: string; message: string }[] {
-  return issues.map((issue) => ({ path: v.getDotPath(issue) ?? "(body)", message: issue.message }));
+  return issues.map((issue) => ({
+    path: v.getDotPath(issue) ?? "(body)",
+    message: schemaIssueText(issue, "see docs/http-api.md for the accepted fields"),
+  }));
 }
 
 /** Reads a JSON body and validates it; bad JSON and schema problems become 400s. */

@@ -85,6 +85,14 @@ describe("errors", () => {
     expect(invalid.status).toBe(400);
     expect(invalid.body.error.code).toBe("invalid_request");
     expect(invalid.body.error.issues[0].path).toBe("config");
+    const unknown = await call(base, "POST", "/api/v1/executions", { config: "x", bogus: 1 });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.issues).toEqual([
+      { path: "bogus", message: 'unknown key "bogus"; see docs/http-api.md for the accepted fields' },
+    ]);
+    const missing = await call(base, "GET", "/api/v1/queues/dlq");
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.message).toBe("query is invalid: destination: is required");
   });
 
   it("answers 404 to an unknown config, execution and route", async () => {

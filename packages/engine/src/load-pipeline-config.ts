@@ -7,13 +7,13 @@ import {
   type PipelineConfig,
   PipelineConfigSchema,
   type QueueProtocol,
+  schemaIssueText,
 } from "@factflow/protocols";
 import { CORE_SCHEMA, load as loadYaml, YAMLException } from "js-yaml";
 import * as v from "valibot";
 import { isMap, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import type { AdapterRegistry } from "./adapter-registry.js";
 import { checkPipelineSemantics, type RawIssue } from "./config-checks.js";
-import { configIssueText } from "./config-issue-text.js";
 import { checkQueueCapabilities } from "./route-queue-options.js";
 
 /** Options of `loadPipelineConfig`. */
@@ -92,7 +92,10 @@ export async function loadPipelineConfig(
       parsed.issues.map((issue) =>
         toIssue({
           path: (issue.path ?? []).map((p) => p.key as string | number),
-          message: configIssueText(issue),
+          message: schemaIssueText(
+            issue,
+            'check its spelling and nesting against "Write a pipeline" in docs/guide.md',
+          ),
         }),
       ),
     );

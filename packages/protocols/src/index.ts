@@ -137,6 +137,7 @@ export {
 } from "./retry-policy.js";
 export type { ConditionConfig, ConditionPredicate } from "./route-condition.js";
 export { ConditionSchema, evaluatePredicate, isAdapterCondition } from "./route-condition.js";
+export { schemaIssueText } from "./schema-issue-text.js";
 export type { ArtefactOrigin, ArtefactSidecar, PutOptions, StorageProtocol } from "./storage-protocol.js";
 export type { SubscribeOptions, Subscription } from "./subscribe-options.js";
 export {
