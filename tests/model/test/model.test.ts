@@ -17,6 +17,10 @@ const required = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
 const here = fileURLToPath(new URL(".", import.meta.url));
 const regressionsDir = join(here, "..", "fixtures", "regressions");
 const failuresDir = join(here, "..", ".failures");
+/** How long shrinking a failure may re-run pipelines before the smallest failure so far is reported. */
+const SHRINK_BUDGET_MS = 600_000;
+/** The time a generated case may take within the test's timeout (cases take well under a second). */
+const CASE_ALLOWANCE_MS = 5_000;
 
 interface Regression {
   readonly name: string;
@@ -104,52 +108,61 @@ for (const target of targets) {
       }
     });
 
-    it("generated shapes match the oracle", async (ctx) => {
-      if (model === undefined) return ctx.skip(skipped);
-      const current = model;
-      const runs = settings.runs ?? target.runs;
-      const started = Date.now();
-      const details = await fc.check(
-        fc.asyncProperty(
-          shapeArbitrary({ ...target.limits, maxArrivals: target.maxArrivals }),
-          async (shape) => {
-            const problems = await runCase(current, shape, target.maxArrivals);
-            if (problems.length > 0) throw new Error(problems.join("\n"));
+    const runs = settings.runs ?? target.runs;
+    it(
+      "generated shapes match the oracle",
+      async (ctx) => {
+        if (model === undefined) return ctx.skip(skipped);
+        const current = model;
+        const started = Date.now();
+        // Shrinking re-runs the pipeline for every candidate. Past the shrink budget, candidates
+        // pass without running, so fast-check stops at the smallest case that really failed. A time
+        // limit on the whole check would also cut a long soak short without saying so.
+        let firstFailureAt: number | undefined;
+        const details = await fc.check(
+          fc.asyncProperty(
+            shapeArbitrary({ ...target.limits, maxArrivals: target.maxArrivals }),
+            async (shape) => {
+              if (firstFailureAt !== undefined && Date.now() - firstFailureAt > SHRINK_BUDGET_MS) return;
+              const problems = await runCase(current, shape, target.maxArrivals);
+              if (problems.length === 0) return;
+              firstFailureAt ??= Date.now();
+              throw new Error(problems.join("\n"));
+            },
+          ),
+          {
+            numRuns: runs,
+            ...(settings.seed === undefined ? {} : { seed: settings.seed }),
+            ...(settings.path === undefined ? {} : { path: settings.path }),
           },
-        ),
-        {
-          numRuns: runs,
-          ...(settings.seed === undefined ? {} : { seed: settings.seed }),
-          ...(settings.path === undefined ? {} : { path: settings.path }),
-          // Shrinking re-runs the pipeline; past this it reports the smallest case found so far.
-          interruptAfterTimeLimit: 600_000,
-          markInterruptAsFailure: false,
-        },
-      );
-      console.log(
-        `[model] ${target.name}: ${details.numRuns} cases, seed ${details.seed}, ${((Date.now() - started) / 1000).toFixed(1)} s${details.failed ? ", FAILED" : ""}`,
-      );
-      if (details.failed) {
-        const shape = details.counterexample?.[0] as Shape | undefined;
-        mkdirSync(failuresDir, { recursive: true });
-        const file = join(failuresDir, `${target.name}-${details.seed}.json`);
-        if (shape !== undefined)
-          writeFileSync(
-            file,
-            `${JSON.stringify({ name: `${target.name}-${details.seed}`, why: "describe what it found", shape }, null, 2)}\n`,
-          );
-        throw new Error(
-          [
-            `[model] ${target.name} failed: replay with pnpm test:model --provider ${target.name} --seed ${details.seed} --path ${details.counterexamplePath}`,
-            shape === undefined
-              ? ""
-              : `shrunk shape written to ${file}; its config:\n${JSON.stringify(toPipelineConfig(shape), null, 2)}`,
-            details.errorInstance instanceof Error
-              ? details.errorInstance.message
-              : String(details.errorInstance),
-          ].join("\n"),
         );
-      }
-    });
+        console.log(
+          `[model] ${target.name}: ${details.numRuns} cases, seed ${details.seed}, ${((Date.now() - started) / 1000).toFixed(1)} s${details.failed ? ", FAILED" : ""}`,
+        );
+        if (details.failed) {
+          const shape = details.counterexample?.[0] as Shape | undefined;
+          mkdirSync(failuresDir, { recursive: true });
+          const file = join(failuresDir, `${target.name}-${details.seed}.json`);
+          if (shape !== undefined)
+            writeFileSync(
+              file,
+              `${JSON.stringify({ name: `${target.name}-${details.seed}`, why: "describe what it found", shape }, null, 2)}\n`,
+            );
+          throw new Error(
+            [
+              `[model] ${target.name} failed: replay with pnpm test:model --provider ${target.name} --seed ${details.seed} --path ${details.counterexamplePath}`,
+              shape === undefined
+                ? ""
+                : `shrunk shape written to ${file}; its config:\n${JSON.stringify(toPipelineConfig(shape), null, 2)}`,
+              details.errorInstance instanceof Error
+                ? details.errorInstance.message
+                : String(details.errorInstance),
+            ].join("\n"),
+          );
+        }
+      },
+      // A case takes well under a second on a quiet machine; a loaded one and shrinking get room.
+      CASE_ALLOWANCE_MS * runs + SHRINK_BUDGET_MS + 60_000,
+    );
   });
 }
