@@ -213,14 +213,14 @@ export class LineageWriter {
    * batch in flight, so a caller queues its next writes while that batch commits.
    */
   roomFor(limit: number): Promise<void> | undefined {
-    if (this.#queued() <= limit) return undefined;
+    if (this.#backlog() <= limit) return undefined;
     return new Promise<void>((resolve) => this.#roomWaiters.push({ limit, resolve }));
   }
 
   /** Resolves the `roomFor` callers whose limit the queue is now within. */
   #releaseRoom(): void {
     if (this.#roomWaiters.length === 0) return;
-    const queued = this.#queued();
+    const queued = this.#backlog();
     const waiting: RoomWaiter[] = [];
     for (const waiter of this.#roomWaiters) {
       if (queued <= waiter.limit) waiter.resolve();
@@ -248,6 +248,14 @@ export class LineageWriter {
     if (this.#hold.size === 0) return;
     for (const row of this.#hold.drain()) this.#inserts.set(row.id, row);
     this.#schedule();
+  }
+
+  /**
+   * Writes waiting for (or in) a commit: what `roomFor` bounds. Held open rows are left out: they
+   * wait for their hop, not for the database, and none of them is written while held.
+   */
+  #backlog(): number {
+    return this.#queued() - this.#hold.size;
   }
 
   #queued(): number {
