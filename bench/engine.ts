@@ -10,6 +10,8 @@
  *   publish, as multi-process deployments need).
  * - `postgres`: the `engine` mode with lineage in PostgreSQL (a scratch database of `DATABASE_URL`,
  *   dropped at the end), printed as a second line `{"bench":"engine","lineage":"postgres",…}`.
+ *   Its `noHold*` fields are the same mode with the lineage writer's hold of open rows turned off
+ *   (`holdOpenMs: 0`: every open row inserted at once, then updated), run in the same rounds.
  * - `memory`: the `engine` mode with the in-memory lineage store (nothing persisted), a third line
  *   `{"bench":"engine","lineage":"memory",…}`: what the engine costs without any database.
  *
@@ -97,7 +99,7 @@ async function baseline(n: number): Promise<{ msgsPerSec: number; ms: number; cp
 }
 
 /** Where a run keeps lineage: PGlite in a temporary directory, a PostgreSQL URL, or memory. */
-type LineageTarget = { databaseUrl: string } | "memory" | undefined;
+type LineageTarget = { databaseUrl: string; holdOpenMs?: number } | "memory" | undefined;
 
 async function engineRun(n: number, strictLineage = false, target?: LineageTarget) {
   const dir = mkdtempSync(join(tmpdir(), "factflow-bench-engine-"));
@@ -106,7 +108,10 @@ async function engineRun(n: number, strictLineage = false, target?: LineageTarge
       ? { dataDir: join(dir, "db") }
       : target === "memory"
         ? { memory: true }
-        : { databaseUrl: target.databaseUrl },
+        : {
+            databaseUrl: target.databaseUrl,
+            ...(target.holdOpenMs === undefined ? {} : { writer: { holdOpenMs: target.holdOpenMs } }),
+          },
   );
   const queue = createEmbeddedProvider({ mode: "memory" });
   await queue.connect();
@@ -199,6 +204,7 @@ export async function run(args: string[]): Promise<void> {
   const stricts: Awaited<ReturnType<typeof engineRun>>[] = [];
   const postgresRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
   const memoryRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
+  const noHoldRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
   const scratch = await createScratchDatabase();
   try {
     for (let i = 0; i < rounds; i++) {
@@ -207,6 +213,8 @@ export async function run(args: string[]): Promise<void> {
       // Strict lineage: every publish registered durably first, as multi-process deployments need.
       stricts.push(await engineRun(n, true));
       postgresRuns.push(await engineRun(n, false, { databaseUrl: scratch.url }));
+      // The same without the writer's hold of open rows: every open row written at once, then updated.
+      noHoldRuns.push(await engineRun(n, false, { databaseUrl: scratch.url, holdOpenMs: 0 }));
       memoryRuns.push(await engineRun(n, false, "memory"));
     }
   } finally {
@@ -247,6 +255,7 @@ export async function run(args: string[]): Promise<void> {
     }),
   );
   const pg = best(postgresRuns);
+  const noHold = best(noHoldRuns);
   console.log(
     JSON.stringify({
       bench: "engine",
@@ -266,7 +275,11 @@ export async function run(args: string[]): Promise<void> {
       completionDelayMsAllRounds: postgresRuns.map((e) => e.completionDelayMs),
       lineageRows: pg.lineageRows,
       lineageWrites: pg.lineageWrites,
-      lineageLost: postgresRuns.reduce((sum, e) => sum + e.lineageLost, 0),
+      lineageLost: [...postgresRuns, ...noHoldRuns].reduce((sum, e) => sum + e.lineageLost, 0),
+      noHoldMsgsPerSec: noHold.msgsPerSec,
+      noHoldRatio: Math.round((noHold.msgsPerSec / base.msgsPerSec) * 1000) / 1000,
+      noHoldPostgresCpuMs: noHold.postgresCpuMs,
+      noHoldLineageWrites: noHold.lineageWrites,
       loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
     }),
   );

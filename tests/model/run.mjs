@@ -10,6 +10,7 @@ const flags = {
   "--path": "FACTFLOW_MODEL_PATH",
   "--runs": "FACTFLOW_MODEL_RUNS",
   "--provider": "FACTFLOW_MODEL_PROVIDERS",
+  "--lineage": "FACTFLOW_MODEL_LINEAGE",
 };
 const env = { ...process.env };
 const rest = [];

@@ -113,7 +113,9 @@ export class CompletionGate {
       if (this.#options.seeded !== undefined && !(await this.#options.seeded())) return;
       this.#seeded = true;
     }
-    await lineage.flush();
+    // `countOpen` sees every write made before it (stores flush, or count in memory, themselves);
+    // a full `flush` here would also write out the open rows a store holds back for a moment, and
+    // turn each quick hop back into an insert and an update.
     const open = await lineage.countOpen(executionId);
     if (this.#closed || epoch !== this.#epoch || !this.#activeIdle()) return;
     const held = processors.reduce((sum, p) => sum + p.heldCount, 0);

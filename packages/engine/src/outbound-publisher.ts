@@ -207,11 +207,14 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
   let remaining = targets.length;
   let published = 0;
   // Rows only queued in the writer (not registered durably) travel with the run that queued them.
-  const queuedRows = batch.emitted.length === 0 && !runtime.strictLineage;
+  // Without strict lineage the publisher is always the consumer (one process), so fan-out children
+  // are queued too: this process's gate counts them (queued or held by the writer) before any is
+  // published, and a run that dies before they are stored leaves the header that restores them.
+  const queuedRows = !runtime.strictLineage;
   try {
     if (!queuedRows) {
-      // Fan-out: durable before any publish, so no process's completion gate can miss a child. A
-      // large one goes in slices with a turn of the event loop between them: writing thousands of
+      // Durable before any publish, so no process's completion gate can miss a child. A large
+      // fan-out goes in slices with a turn of the event loop between them: writing thousands of
       // rows at once would hold the thread (timers, other deliveries) for as long.
       for (let from = 0; from < rows.length; from += REGISTER_SLICE) {
         if (from > 0) await yieldToEventLoop();
@@ -220,8 +223,8 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
         );
       }
     } else {
-      // One message per outbound queue: queued ahead of every later change of the parent's rows,
-      // so this process's gate sees it; the backlog is bounded to keep completion prompt.
+      // Queued ahead of every later change of the parent's rows, so this process's gate sees them;
+      // the backlog is bounded to keep completion prompt.
       for (const row of rows) runtime.lineage.record(row);
       const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
       if (room !== undefined) await room;

@@ -1,5 +1,5 @@
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
-import type { QueueProtocol } from "@factflow/protocols";
+import type { LineageRow, QueueProtocol } from "@factflow/protocols";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { forwarding, type Harness, openHarness, seen } from "./harness.js";
 
@@ -63,6 +63,45 @@ describe("fan-out and the completion gate", () => {
     expect(status).toBe("completed");
     // Every child's row was durable before the first child was sent.
     expect(openAtFirstPublish[0]).toBe(CHILDREN);
+    const leafCalls = seen.get(id) ?? [];
+    expect(leafCalls).toHaveLength(CHILDREN);
+    const completedAt = Date.parse(events.at(-1)?.at ?? "");
+    expect(Math.max(...leafCalls.map((c) => c.at))).toBeLessThanOrEqual(completedAt);
+    const messages = await h.rows(id, "message");
+    expect(messages.filter((r) => r.route === "leaf" && r.status === "completed")).toHaveLength(CHILDREN);
+  });
+});
+
+describe("fan-out without strict lineage", () => {
+  let h: Harness;
+  const registered: string[] = [];
+  beforeAll(async () => {
+    const queue = slowLeafPublishes(createEmbeddedProvider({ mode: "memory" }), async () => {});
+    h = await openHarness({
+      queue,
+      strictLineage: false,
+      wrapLineage: (lineage) =>
+        new Proxy(lineage, {
+          get(target, key) {
+            const value = Reflect.get(target, key, target);
+            if (key !== "registerPending") return typeof value === "function" ? value.bind(target) : value;
+            return (rows: readonly LineageRow[]) => {
+              for (const r of rows) registered.push(r.route);
+              return target.registerPending(rows);
+            };
+          },
+        }),
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("queues the children instead of registering them, and still completes only after all of them ran", async () => {
+    const { id, status, events } = await h.run(fanOutYaml("queued-children", CHILDREN, 8));
+    expect(status).toBe("completed");
+    // Only the init message went through registerPending; the children were recorded.
+    expect(registered).toEqual(["root"]);
     const leafCalls = seen.get(id) ?? [];
     expect(leafCalls).toHaveLength(CHILDREN);
     const completedAt = Date.parse(events.at(-1)?.at ?? "");

@@ -166,6 +166,8 @@ export async function openHarness(
     maxConcurrent?: number;
     settledMemory?: number;
     reconcileAfterMs?: number;
+    /** `createEngine`'s `strictLineage` (its default, true, when absent). */
+    strictLineage?: boolean;
     /** Wraps the lineage store the engine sees (to observe calls). */
     wrapLineage?: (lineage: LineageProtocol) => LineageProtocol;
   } = {},
@@ -186,6 +188,7 @@ export async function openHarness(
     ...(options.maxConcurrent === undefined ? {} : { maxConcurrent: options.maxConcurrent }),
     ...(options.settledMemory === undefined ? {} : { settledMemory: options.settledMemory }),
     ...(options.reconcileAfterMs === undefined ? {} : { reconcileAfterMs: options.reconcileAfterMs }),
+    ...(options.strictLineage === undefined ? {} : { strictLineage: options.strictLineage }),
   });
   const harness: Harness = {
     engine,

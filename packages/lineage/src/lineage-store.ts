@@ -72,15 +72,19 @@ export class LineageStore implements LineageProtocol {
 
   async countOpen(executionId: string): Promise<number> {
     assertUuid(executionId, "execution id");
-    // The completion gate must see every write made before it asked.
-    await this.#writer.flush();
+    // The completion gate must see every write made before it asked. Open rows the writer still
+    // holds back are counted in memory, before the flush: a held row is either still held or queued
+    // by then, and the flush writes what is queued (a row released meanwhile counts twice, which only
+    // delays the verdict to the next check; none is missed).
+    const held = this.#writer.heldOpen(executionId);
+    await this.#writer.flushQueued();
     const result = await this.#db
       .selectFrom("lineage")
       .select(sql<number>`count(*)::int`.as("n"))
       .where("execution_id", "=", executionId)
       .where("status", "in", [...OPEN_LINEAGE_STATUSES])
       .executeTakeFirstOrThrow();
-    return result.n;
+    return held + result.n;
   }
 
   counters(): LineageCounters {

@@ -2,6 +2,7 @@ import type { LineageCounters, LineageRow, LineageStatus, LineageUpdate, Logger 
 import { FactflowError } from "@factflow/protocols";
 import { BatchCommitter, type WriteCounters } from "./batch-committer.js";
 import { type PendingRow, type PendingUpdate, toPendingRow } from "./lineage-sql.js";
+import { isOpenStatus, OpenRowHold } from "./open-row-hold.js";
 import type { LineageSqlRunner } from "./sql-runner.js";
 
 /** Tuning of the group-commit writer. */
@@ -30,6 +31,13 @@ export interface LineageWriterOptions {
    * quiet spell can find two queued). @default 250
    */
   readonly laneQuietMs?: number;
+  /**
+   * How long a `record`ed row that is still open (`pending`, `initiated`, `processing`) is kept in
+   * memory before it is written. A row that settles within it is written once, already settled; one
+   * still open then is written open and updated when it settles. 0 writes every row at once.
+   * @default 250
+   */
+  readonly holdOpenMs?: number;
 }
 
 /** A `flush` or `registerPending` caller: resolved once this many writes of its lane were taken and committed. */
@@ -106,6 +114,8 @@ export class LineageWriter {
   #deferredCount = 0;
   /** `roomFor` callers, released as commits take writes off the queue. */
   #roomWaiters: RoomWaiter[] = [];
+  /** Open rows recorded less than `holdOpenMs` ago, not queued yet (see {@link OpenRowHold}). */
+  readonly #hold: OpenRowHold;
 
   constructor(runner: LineageSqlRunner, logger: Logger, options: LineageWriterOptions = {}) {
     this.#log = logger;
@@ -125,6 +135,10 @@ export class LineageWriter {
     this.#laneWidth = this.#laneShared ? 1 : LANE_WIDTH;
     this.#bulk = new BatchCommitter(runner, logger, policy, this.#counters);
     this.#lane = new BatchCommitter(laneRunner, logger, policy, this.#counters);
+    this.#hold = new OpenRowHold(options.holdOpenMs ?? HOLD_OPEN_MS, (rows) => {
+      for (const row of rows) this.#inserts.set(row.id, row);
+      this.#schedule();
+    });
   }
 
   record(row: LineageRow): void {
@@ -152,7 +166,10 @@ export class LineageWriter {
       const fresh = toPendingRow(row);
       keepFurthest(
         fresh,
-        this.#inserts.get(row.id) ?? this.#updates.get(row.id) ?? this.#laneRows.get(row.id),
+        this.#hold.take(row.id) ??
+          this.#inserts.get(row.id) ??
+          this.#updates.get(row.id) ??
+          this.#laneRows.get(row.id),
       );
       this.#inserts.delete(row.id);
       this.#updates.delete(row.id);
@@ -165,8 +182,20 @@ export class LineageWriter {
     return done;
   }
 
-  /** Resolves once every write queued before the call (in either lane) has been committed (or counted lost). */
+  /**
+   * Writes the held open rows as they stand, then resolves once every write queued before the call
+   * (in either lane) has been committed (or counted lost): everything recorded before it is readable.
+   */
   flush(): Promise<void> {
+    this.#releaseHeld();
+    return this.flushQueued();
+  }
+
+  /**
+   * Like {@link flush}, but leaves the held open rows in memory (count them with {@link heldOpen}):
+   * what the completion gate needs, without turning every quick hop back into two writes.
+   */
+  flushQueued(): Promise<void> {
     const lane = this.#flushLane();
     const bulk = this.#flushBulk();
     // Writes held back behind an in-flight pending-lane commit join the bulk lane when it ends.
@@ -184,14 +213,14 @@ export class LineageWriter {
    * batch in flight, so a caller queues its next writes while that batch commits.
    */
   roomFor(limit: number): Promise<void> | undefined {
-    if (this.#queued() <= limit) return undefined;
+    if (this.#backlog() <= limit) return undefined;
     return new Promise<void>((resolve) => this.#roomWaiters.push({ limit, resolve }));
   }
 
   /** Resolves the `roomFor` callers whose limit the queue is now within. */
   #releaseRoom(): void {
     if (this.#roomWaiters.length === 0) return;
-    const queued = this.#queued();
+    const queued = this.#backlog();
     const waiting: RoomWaiter[] = [];
     for (const waiter of this.#roomWaiters) {
       if (queued <= waiter.limit) waiter.resolve();
@@ -200,14 +229,38 @@ export class LineageWriter {
     this.#roomWaiters = waiting;
   }
 
-  /** Flushes, then refuses further writes. */
+  /**
+   * Open rows of `executionId` held in memory (recorded, not yet written): the completion gate adds
+   * them to the open rows it counts in the database.
+   */
+  heldOpen(executionId: string): number {
+    return this.#hold.openOf(executionId);
+  }
+
+  /** Flushes (held open rows included), then refuses further writes. */
   async close(): Promise<void> {
     await this.flush();
     this.#closed = true;
   }
 
+  /** Queues every held row as it stands (open). */
+  #releaseHeld(): void {
+    if (this.#hold.size === 0) return;
+    for (const row of this.#hold.drain()) this.#inserts.set(row.id, row);
+    this.#schedule();
+  }
+
+  /**
+   * Writes waiting for (or in) a commit: what `roomFor` bounds. Held open rows are left out: they
+   * wait for their hop, not for the database, and none of them is written while held.
+   */
+  #backlog(): number {
+    return this.#queued() - this.#hold.size;
+  }
+
   #queued(): number {
     return (
+      this.#hold.size +
       this.#inserts.size +
       this.#updates.size +
       this.#inFlight.size +
@@ -230,6 +283,14 @@ export class LineageWriter {
       this.#defer(id, () => this.#queueRecord(row));
       return;
     }
+    const held = this.#hold.get(id);
+    if (held !== undefined) {
+      // Recorded again while held: the newer row replaces it (keeping a further status).
+      keepFurthest(row, held);
+      if (isOpenStatus(row.status)) this.#hold.replace(row);
+      else this.#settleHeld(row);
+      return;
+    }
     const laneRow = this.#laneRows.get(id);
     if (laneRow !== undefined) {
       // Not yet sent by the pending lane: the newer row replaces it there (keeping a further status).
@@ -239,9 +300,23 @@ export class LineageWriter {
     }
     // A record supersedes any change queued for the same id before it, unless that change is
     // further along (same rule as the upsert's guard in lineage-sql.ts).
-    keepFurthest(row, this.#inserts.get(id) ?? this.#updates.get(id));
+    const queued = this.#inserts.get(id) ?? this.#updates.get(id);
+    if (queued === undefined && this.#hold.enabled && isOpenStatus(row.status) && !this.#inFlight.has(id)) {
+      // Nothing of this row is queued or being written: keep it back until it settles or its time
+      // runs out, so a quick hop costs one write instead of an insert and an update.
+      this.#hold.add(row);
+      return;
+    }
+    keepFurthest(row, queued);
     this.#updates.delete(id);
     this.#inserts.set(id, row);
+    this.#schedule();
+  }
+
+  /** A held row that settled: out of the hold, into the bulk queue as one settled insert. */
+  #settleHeld(row: PendingRow): void {
+    this.#hold.take(row.id);
+    this.#inserts.set(row.id, row);
     this.#schedule();
   }
 
@@ -250,6 +325,12 @@ export class LineageWriter {
       // The row may not be stored yet: an UPDATE now could match nothing and be lost.
       if (!admitted && !this.#admit(1)) return;
       this.#defer(id, () => this.#queueUpdate(id, change, true));
+      return;
+    }
+    const held = this.#hold.get(id);
+    if (held !== undefined) {
+      applyChange(held, change);
+      if (!isOpenStatus(held.status)) this.#settleHeld(held);
       return;
     }
     // Not yet sent: fold the change into the queued row, so pending→completed costs one write.
@@ -531,6 +612,8 @@ const LANE_WIDTH = 2;
 const BULK_WIDTH = 2;
 /** Default `laneQuietMs`. */
 const LANE_QUIET_MS = 250;
+/** Default `holdOpenMs`. */
+const HOLD_OPEN_MS = 250;
 
 /** Up to `max` values from the front of `map`, stopping at the first key in `busy`. */
 function takeFront<V>(map: Map<string, V>, max: number, busy: ReadonlySet<string>): V[] {

@@ -223,7 +223,12 @@ describe("lineage writer pending lane (PGlite)", () => {
     // No pendingLane: the lane shares the bulk runner, as on PGlite.
     const shared = gated(handles.writer);
     // The lane counts as in use for a minute after a registration: no race with a slow machine.
-    const writer = new LineageWriter(shared, silentLogger, { batchSize: 10, laneQuietMs: 60_000 });
+    // Open rows go to the queue at once (no hold): the test counts the batches they make.
+    const writer = new LineageWriter(shared, silentLogger, {
+      batchSize: 10,
+      laneQuietMs: 60_000,
+      holdOpenMs: 0,
+    });
     const exec = uuidv7();
     const batchOf = (n: number) => Array.from({ length: n }, () => row(exec));
     const settle = () => new Promise((resolve) => setTimeout(resolve, 50));

@@ -126,7 +126,10 @@ export interface LineageProtocol {
    * applies writes at once need not implement it.
    */
   roomFor?(limit: number): Promise<void> | undefined;
-  /** Rows of the execution in `pending`, `initiated` or `processing` (after a flush). */
+  /**
+   * Rows of the execution in `pending`, `initiated` or `processing`, counting every `record` and
+   * `update` made before the call (the store flushes, or counts rows it holds in memory, itself).
+   */
   countOpen(executionId: string): Promise<number>;
   counters(): LineageCounters;
 

@@ -5,6 +5,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { differences } from "./harness/check.js";
 import { shapeArbitrary } from "./harness/generator.js";
+import { type ModelLineageStore, openModelLineage } from "./harness/model-lineage.js";
 import { expectedOutcome, totalArrivals } from "./harness/oracle.js";
 import { MODEL_TARGETS, type ModelTarget, unreachable } from "./harness/providers.js";
 import { type ModelRun, openModelRun } from "./harness/runner.js";
@@ -80,6 +81,7 @@ const targets = MODEL_TARGETS.filter(
 for (const target of targets) {
   describe(`model: ${target.name}`, () => {
     let model: ModelRun | undefined;
+    let store: ModelLineageStore | undefined;
     let cleanup = () => {};
     let skipped: string | undefined;
 
@@ -92,10 +94,12 @@ for (const target of targets) {
       }
       const made = target.create();
       cleanup = made.cleanup;
-      model = await openModelRun(made.queue);
+      store = await openModelLineage(settings.lineage);
+      model = await openModelRun(made.queue, store.lineage === undefined ? {} : { lineage: store.lineage });
     });
     afterAll(async () => {
       await model?.close();
+      await store?.close();
       cleanup();
     });
 
