@@ -137,6 +137,7 @@ export {
 } from "./retry-policy.js";
 export type { ConditionConfig, ConditionPredicate } from "./route-condition.js";
 export { ConditionSchema, evaluatePredicate, isAdapterCondition } from "./route-condition.js";
+export type { DeliveryVerdict, SettledDelivery, SettlementListener } from "./settled-delivery.js";
 export type { ArtefactOrigin, ArtefactSidecar, PutOptions, StorageProtocol } from "./storage-protocol.js";
 export type { SubscribeOptions, Subscription } from "./subscribe-options.js";
 export {
