@@ -246,8 +246,11 @@ export class RedisSubscription implements Subscription {
       }
       if (this.held.has(entryId)) continue;
       if (this.stopped) continue;
-      const item: Held = { entryId, raw: rawEntry(fields), redelivered };
-      if (redelivered) this.deps.counters.redelivered += 1;
+      const raw = rawEntry(fields);
+      // A hand-back copy is handed out again: counted and flagged here, as on every broker.
+      const again = redelivered || raw.handedBack;
+      const item: Held = { entryId, raw, redelivered: again };
+      if (again) this.deps.counters.redelivered += 1;
       this.held.set(entryId, item);
       this.backlog.push(item);
     }
@@ -309,8 +312,6 @@ export class RedisSubscription implements Subscription {
         if (verdict.kind !== "hand-back") counters.superseded += 1;
         return;
       }
-      // A hand-back is a fresh entry the group hands out unflagged, so it is counted here.
-      if (verdict.kind === "hand-back") counters.redelivered += 1;
       if (verdict.kind === "retry" && verdict.delayMs > 0) this.deps.pump.wakeIn(verdict.delayMs);
       // Only a delivery a handler saw is reported; entries handed back from the backlog or from a
       // read cut short by the stop never reached the subscriber.
@@ -484,7 +485,7 @@ export class RedisSubscription implements Subscription {
 
 /** How one verdict becomes one SETTLE call. */
 interface SettlePlan {
-  readonly mode: "ack" | "add" | "delay";
+  readonly mode: "ack" | "add" | "back" | "delay";
   readonly target: string;
   readonly headersJson: string;
   readonly delayMs: number;
@@ -499,7 +500,7 @@ function planSettlement(
     case "ack":
       return { mode: "ack", target: lane.stream, headersJson: "", delayMs: 0 };
     case "hand-back":
-      return { mode: "add", target: lane.stream, headersJson: JSON.stringify(headers), delayMs: 0 };
+      return { mode: "back", target: lane.stream, headersJson: JSON.stringify(headers), delayMs: 0 };
     case "retry": {
       const headersJson = JSON.stringify(retryHeaders(headers, verdict.nextAttempt, verdict.lastError));
       return verdict.delayMs > 0
