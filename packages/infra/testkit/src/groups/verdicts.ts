@@ -139,13 +139,19 @@ export function registerVerdicts(env: SuiteEnv): void {
       await subscription.unsubscribe();
       await log.until(1, h.timing.deliveryTimeoutMs);
       expect(log.of(id)).toEqual(["handed-back@1"]);
-      // The message is still there for the next consumer.
+      // The message is still there for the next consumer. A hand-back is counted `redelivered` at most
+      // once (where the broker flags the next delivery; Artemis and Pulsar do not flag it).
       const next = collectDeliveries();
       await h.subscribe(provider, queue, next.handler, { subscription: "arriving" });
       await next.waitForIds([id], {
         status: "ACKNOWLEDGED",
         timeoutMs: h.timing.deliveryTimeoutMs + h.expectations.redeliveryWithinMs,
       });
+      expectCounters(provider, { acked: 1, retried: 0, deadLettered: 0 });
+      const { redelivered } = provider.counters();
+      expect(redelivered, "a hand-back counted as one redelivery at most").toBeLessThanOrEqual(1);
+      if (next.deliveries[0]?.redelivered === true)
+        expect(redelivered, "a flagged redelivery is counted").toBe(1);
     },
   });
 }
