@@ -4,7 +4,7 @@ import {
   isSettlingStatus,
   type MessageHandler,
   type QueueProtocol,
-  resolveRetryPolicy,
+  type SettlementListener,
   type SubscribeOptions,
   unwrapHandlerResult,
 } from "@factflow/protocols";
@@ -14,8 +14,10 @@ import type { FactflowMetrics } from "./metrics.js";
 export type RouteResolver = (destination: string) => { route: string; queue: string };
 
 /**
- * Wraps a provider so every subscription's handler feeds the message metrics. It only observes:
- * the handler's return value and errors pass through unchanged, so settlement is the provider's.
+ * Wraps a provider so every subscription's handler and verdicts feed the message metrics. It only
+ * observes: the handler's return value and errors pass through unchanged, so settlement is the
+ * provider's, and retries and dead letters are counted from the verdicts the provider reports
+ * (`onSettled`), which also reach the caller's own `onSettled`.
  */
 export function meterProvider(
   provider: QueueProtocol,
@@ -38,7 +40,6 @@ export function meterProvider(
     counters: () => provider.counters(),
     health: () => provider.health?.() ?? { problems: [] },
     subscribe(destination: string, handler: MessageHandler, options: SubscribeOptions) {
-      const maxAttempts = resolveRetryPolicy(options.retry).maxAttempts;
       const metered: MessageHandler = async (
         delivery: Delivery,
         signal: AbortSignal,
@@ -66,18 +67,19 @@ export function meterProvider(
           metrics.handlerSeconds.observe({ route: labels.route }, (performance.now() - started) / 1000);
           // Label names in sorted order: the exposition keeps the order given, and dashboards match on it.
           metrics.messages.inc({ queue: labels.queue, route: labels.route, status });
-          const isTopic = delivery.destination.startsWith("/topic/");
-          if (
-            status === "REJECTED" ||
-            (status === "FAILED" && (isTopic || delivery.attempt >= maxAttempts))
-          ) {
-            metrics.deadLetters.inc({ route: labels.route });
-          } else if (status === "FAILED") {
-            metrics.retries.inc({ route: labels.route });
-          }
         }
       };
-      return provider.subscribe(destination, metered, options);
+      // Retries and dead letters are counted from the verdict the provider reports once it carried
+      // it out, so a last attempt that threw or timed out counts as the dead letter it became.
+      const caller = options.onSettled;
+      const onSettled: SettlementListener = (settled) => {
+        if (settled.kind === "dead-lettered")
+          metrics.deadLetters.inc({ route: resolve(settled.destination).route });
+        else if (settled.kind === "retried")
+          metrics.retries.inc({ route: resolve(settled.destination).route });
+        caller?.(settled);
+      };
+      return provider.subscribe(destination, metered, { ...options, onSettled });
     },
   };
 }

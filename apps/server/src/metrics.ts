@@ -41,13 +41,13 @@ export class FactflowMetrics {
   });
   readonly retries = new Counter({
     name: "factflow_retries_total",
-    help: "FAILED deliveries that will be retried, by route.",
+    help: "Deliveries retried (the next attempt's copy confirmed by the broker), by route: a FAILED result, or a handler that threw, timed out or returned no settling status.",
     labelNames: ["route"] as const,
     registers: [this.registry],
   });
   readonly deadLetters = new Counter({
     name: "factflow_dead_letters_total",
-    help: "Deliveries dead-lettered (rejected or retry budget exhausted), by route.",
+    help: "Deliveries dead-lettered (rejected, retry budget exhausted, last attempt incomplete, failed topic delivery, not a Factflow message), by route.",
     labelNames: ["route"] as const,
     registers: [this.registry],
   });

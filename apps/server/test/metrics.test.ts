@@ -1,5 +1,5 @@
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
-import { MessageStatus } from "@factflow/protocols";
+import { MessageStatus, type SettledDelivery } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
 import { meterProvider } from "../src/metered-provider.js";
 import { FactflowMetrics } from "../src/metrics.js";
@@ -39,6 +39,59 @@ describe("metrics (prom-client)", () => {
       expect(text).toContain('factflow_queue_wait_seconds_count{route="parse"} 1');
       expect(text).toContain('factflow_messages_in_flight{route="parse"} 0');
       expect(await metrics.valueOf(metrics.retries, { route: "parse" })).toBe(1);
+    } finally {
+      await provider.close();
+    }
+  });
+
+  it("counts a last attempt that throws or times out as a dead letter, from the provider's verdict", async () => {
+    const metrics = new FactflowMetrics();
+    const raw = createEmbeddedProvider({ mode: "memory" });
+    await raw.connect();
+    const provider = meterProvider(raw, metrics, (destination) => ({
+      route: destination.endsWith("throws") ? "throws" : "hangs",
+      queue: destination,
+    }));
+    const seen: SettledDelivery[] = [];
+    try {
+      await provider.subscribe(
+        "/queue/m.throws",
+        () => {
+          throw new Error("boom");
+        },
+        {
+          subscription: "metrics-throw",
+          retry: { maxAttempts: 2, initialDelayMs: 1 },
+          onSettled: (s) => seen.push(s),
+        },
+      );
+      await provider.subscribe("/queue/m.hangs", (_delivery, _signal) => new Promise<never>(() => {}), {
+        subscription: "metrics-timeout",
+        retry: { maxAttempts: 1 },
+        handlerTimeoutMs: 20,
+        onSettled: (s) => seen.push(s),
+      });
+      await provider.publish("/queue/m.throws", { body: { n: 1 } });
+      await provider.publish("/queue/m.hangs", { body: { n: 2 } });
+      await waitFor(
+        async () =>
+          (await metrics.valueOf(metrics.deadLetters, { route: "throws" })) === 1 &&
+          (await metrics.valueOf(metrics.deadLetters, { route: "hangs" })) === 1,
+        "both messages to be dead-lettered",
+      );
+      // The first throw was retried (an incomplete attempt), the second dead-lettered `incomplete`.
+      expect(await metrics.valueOf(metrics.retries, { route: "throws" })).toBe(1);
+      expect(await metrics.valueOf(metrics.retries, { route: "hangs" })).toBe(0);
+      expect(raw.counters().deadLettered).toBe(2);
+      // The caller's own listener still hears every verdict.
+      const kinds = seen.map((s) => `${s.subscription}:${s.kind}:${s.attempt}`).sort();
+      expect(kinds).toEqual([
+        "metrics-throw:dead-lettered:2",
+        "metrics-throw:retried:1",
+        "metrics-timeout:dead-lettered:1",
+      ]);
+      for (const s of seen.filter((e) => e.kind === "dead-lettered"))
+        expect(s).toMatchObject({ reason: "incomplete", undecodable: false });
     } finally {
       await provider.close();
     }

@@ -9,6 +9,7 @@ import {
   MessageStatus,
   type RetryPolicy,
   type RouteConfig,
+  type SettledDelivery,
   type Subscription,
   TraceAttribute,
   type Tracer,
@@ -98,6 +99,10 @@ export class RouteProcessor {
   #stopped = false;
   readonly #watermark: Watermark;
   #subscription: Subscription | undefined;
+  /** Message ids whose row is left open until the provider reports the verdict (see #verdict). */
+  readonly #awaitingVerdict = new Map<string, AwaitingVerdict>();
+  /** Message ids dead-lettered while their handler still ran; its late result is not recorded. */
+  readonly #closedByVerdict = new Set<string>();
   /**
    * Deliveries in flight whose row is not yet marked `processing`: message id → attempt. A sweep
    * every `processingMarkMs` marks them. Most deliveries settle before the sweep, and writing
@@ -220,6 +225,7 @@ export class RouteProcessor {
           // The provider's signal never outlives the delivery here: DeliverySignal and the ledger's
           // claim remove their listeners, and adapters (conditions too) get a signal of their own.
           releasesSignal: true,
+          onSettled: (settled) => this.#verdict(settled),
           ...this.#options.queueOptions,
         }),
       { route: this.name, logger: this.#runtime.logger, signal: this.#runtime.signal },
@@ -714,10 +720,54 @@ export class RouteProcessor {
     return this.#settle(delivery, status, error);
   }
 
-  /** Closes the delivery's message row the way the provider will settle it. */
+  /**
+   * The provider's verdict on a delivery of this route. A dead letter closes the row of a FAILED or
+   * incomplete delivery as `failed` (whatever made it the last attempt: the retry budget, a handler
+   * that threw or timed out, a topic delivery); a retry or hand-back leaves it open for the next
+   * delivery. Verdicts of deliveries this route did not leave open are ignored.
+   */
+  #verdict(settled: SettledDelivery): void {
+    const id = settled.messageId;
+    if (id === undefined) return;
+    let awaiting = this.#awaitingVerdict.get(id);
+    this.#awaitingVerdict.delete(id);
+    // An entry of an earlier attempt (its verdict came before its handler returned) is stale. In-place
+    // retries of ordered groups run later attempts than the broker's, so only an older one is stale.
+    if (awaiting !== undefined && awaiting.attempt < settled.attempt) awaiting = undefined;
+    if (settled.kind !== "dead-lettered") return;
+    if (awaiting === undefined) {
+      // Only a handler past its timeout is settled by the provider before the handler returns: the
+      // row is closed now, and whatever the handler returns later must not reopen it.
+      if (settled.reason !== "incomplete") return;
+      this.#closedByVerdict.add(id);
+    }
+    const error = awaiting?.error ?? {
+      class: awaiting === undefined ? "HandlerTimeout" : "DeliveryIncomplete",
+      message: settled.lastError,
+      retryable: awaiting === undefined,
+      fatal: false,
+    };
+    const attempt = awaiting?.attempt ?? settled.attempt;
+    this.#runtime.lineage.update(id, { status: "failed", finishedAt: nowIso(), attempt, error });
+    this.#runtime.deliveries.settle(id, "failed", attempt);
+    this.#runtime.onSettled();
+  }
+
+  /**
+   * Records the delivery's outcome in its message row. ACKNOWLEDGED and REJECTED close it (the
+   * provider always acks the one and dead-letters the other). A FAILED or incomplete delivery leaves
+   * it open (`pending`): whether a retry follows or the message was dead-lettered is the provider's
+   * verdict, which closes the row when it reports a dead letter (see {@link #verdict}).
+   */
   #settle(delivery: Delivery, status: MessageStatus, error?: LineageErrorInfo): HandlerResult {
     const lineage = this.#runtime.lineage;
     const id = delivery.message.id;
+    if (this.#closedByVerdict.delete(id)) {
+      // Dead-lettered while the handler still ran (its timeout): the provider ignores this result.
+      this.#unmarked.delete(id);
+      this.counters.abandoned++;
+      return status;
+    }
     // The final update must follow any `processing` mark, never precede it.
     this.#unmarked.delete(id);
     const finishedAt = nowIso();
@@ -734,24 +784,26 @@ export class RouteProcessor {
       ledger.settle(id, "failed", attempt);
       this.counters.rejected++;
     } else if (status === MessageStatus.FAILED) {
-      // A retry is coming unless the budget is spent, in which case the provider dead-letters it.
-      const retrying = delivery.attempt < this.#options.retry.maxAttempts;
-      lineage.update(
-        id,
-        retrying
-          ? { status: "pending", attempt: delivery.attempt + 1, ...withError }
-          : { status: "failed", finishedAt, attempt, ...withError },
-      );
-      if (!retrying) ledger.settle(id, "failed", attempt);
+      // Open until the provider's verdict: a retry (attempt + 1 is next) or a dead letter.
+      lineage.update(id, { status: "pending", attempt: delivery.attempt + 1, ...withError });
+      this.#awaitingVerdict.set(id, { attempt, ...withError });
       this.counters.failed++;
     } else {
       lineage.update(id, { status: "pending", attempt: delivery.attempt });
+      // Dead-lettered `incomplete` if this was the last attempt; the provider's verdict says.
+      this.#awaitingVerdict.set(id, { attempt });
       this.counters.abandoned++;
       return status;
     }
     this.#runtime.onSettled();
     return error === undefined ? status : { status, reason: error.message.slice(0, 500) };
   }
+}
+
+/** A FAILED or incomplete delivery whose row waits for the provider's verdict. */
+interface AwaitingVerdict {
+  readonly attempt: number;
+  readonly error?: LineageErrorInfo;
 }
 
 /** One delivery's handling as it goes through {@link RouteProcessor}: what #end gives back. */

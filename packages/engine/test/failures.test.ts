@@ -135,4 +135,28 @@ routes:
     expect(blockRows.some((r) => r.status === "completed")).toBe(true);
     expect((seen.get(record.id) ?? []).length).toBeGreaterThanOrEqual(2);
   });
+
+  it("a handler timeout on the last attempt closes the row failed from the provider's dead-letter verdict", async () => {
+    blocks.released = false;
+    const yaml = `
+name: timeout-last
+settings: { handler_timeout_ms: 150, retry: { max_attempts: 1 } }
+init: { route: slow }
+routes:
+  slow:
+    inbound: { queue: slow.in }
+    adapters: [{ type: sink }, { type: block }]
+`;
+    const config = await loadPipelineConfig(yaml, { registry: h.engine.registry });
+    const record = await h.engine.service.create({ config });
+    // The provider dead-letters the timed-out last attempt (incomplete); its verdict closes the row,
+    // so the execution completes without the blocked handler ever returning.
+    expect(await h.engine.service.waitForEnd(record.id, 60_000)).toBe("completed");
+    blocks.released = true;
+    const [message] = await h.rows(record.id, "message");
+    expect(message?.status).toBe("failed");
+    expect(message?.attempt).toBe(1);
+    const stats = await h.queue.admin.stats({ destination: `/queue/${record.id}/slow.in` });
+    expect(stats.dlqDepth).toBe(1);
+  });
 });

@@ -138,6 +138,7 @@ export {
 export type { ConditionConfig, ConditionPredicate } from "./route-condition.js";
 export { ConditionSchema, evaluatePredicate, isAdapterCondition } from "./route-condition.js";
 export { schemaIssueText } from "./schema-issue-text.js";
+export type { DeliveryVerdict, SettledDelivery, SettlementListener } from "./settled-delivery.js";
 export type { ArtefactOrigin, ArtefactSidecar, PutOptions, StorageProtocol } from "./storage-protocol.js";
 export type { SubscribeOptions, Subscription } from "./subscribe-options.js";
 export {

@@ -1,4 +1,5 @@
 import type { RetryPolicy } from "./retry-policy.js";
+import type { SettlementListener } from "./settled-delivery.js";
 
 /** Deliveries the broker may hand a consumer ahead when a subscription sets no `prefetch`. */
 export const DEFAULT_PREFETCH = 10;
@@ -76,6 +77,13 @@ export interface SubscribeOptions {
    * @default false
    */
   readonly releasesSignal?: boolean;
+  /**
+   * Told of each delivery's verdict once the provider has carried it out: `acked`, `retried`,
+   * `dead-lettered` (with its reason, `incomplete` included) or `handed-back` (see
+   * `SettledDelivery`). Every provider reports it from the provider kit's one settlement path, so the
+   * caller never re-derives the verdict from the handler's return value.
+   */
+  readonly onSettled?: SettlementListener;
 }
 
 /** A live subscription. */

@@ -24,6 +24,14 @@ export {
 export { parseProviderConfig } from "./parse-config.js";
 export type { HandlerOutcome, SettlementContext, SettlementVerdict } from "./settlement.js";
 export { decideSettlement, MAX_LAST_ERROR_LENGTH, runHandler } from "./settlement.js";
+export type { ReportedSubscription, SettledIdentity } from "./settlement-report.js";
+export {
+  COPY_FAILURE_PAUSE_MS,
+  pauseAfterCopyFailure,
+  SettlementReport,
+  settleWithin,
+  undecodableVerdict,
+} from "./settlement-report.js";
 export { SignalPool } from "./signal-pool.js";
 export type {
   ResolvedSubscribeOptions,

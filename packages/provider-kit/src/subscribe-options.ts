@@ -8,6 +8,7 @@ import {
   ProviderError,
   RETRY_POLICY_LIMITS,
   type RetryPolicy,
+  type SettlementListener,
   type SubscribeOptions,
 } from "@factflow/protocols";
 import * as v from "valibot";
@@ -168,6 +169,13 @@ export const SubscribeFieldsSchema = v.object(
           `releasesSignal must be true or false, got ${shown(issue.input)}: true promises the handler lets go of its signal once it settles`,
       ),
     ),
+    onSettled: v.optional(
+      v.custom<SettlementListener>(
+        (input) => typeof input === "function",
+        (issue) =>
+          `onSettled must be a function, got ${shown(issue.input)}: it is called with each settled delivery's verdict`,
+      ),
+    ),
   },
   (issue) => `subscribe needs options like { subscription: "<name>" }, got ${shown(issue.input)}`,
 );
@@ -209,6 +217,7 @@ function withDefaults(fields: SubscribeFields) {
     ...(fields.maxPriority === undefined ? {} : { maxPriority: fields.maxPriority }),
     handlerTimeoutMs: fields.handlerTimeoutMs ?? DEFAULT_HANDLER_TIMEOUT_MS,
     releasesSignal: fields.releasesSignal ?? false,
+    ...(fields.onSettled === undefined ? {} : { onSettled: fields.onSettled }),
     requested: requestedOf(fields),
   } satisfies ResolvedSubscribeOptions;
 }

@@ -202,6 +202,7 @@ export function createArtemisProvider(
         concurrency: strict ? 1 : concurrency,
         handlerTimeoutMs: subscribeOptions.handlerTimeoutMs,
         releasesSignal: subscribeOptions.releasesSignal,
+        onSettled: subscribeOptions.onSettled,
         onClosed: (closed) => live.delete(closed),
         ...(options.afterCopyConfirmed === undefined
           ? {}

@@ -6,16 +6,21 @@ import {
   type MessageHandler,
   ProviderError,
   type RetryPolicy,
+  type SettlementListener,
   type Subscription,
 } from "@factflow/protocols";
 import {
+  COPY_FAILURE_PAUSE_MS,
   deadLetterHeaders,
   decideSettlement,
   type GroupKeySpec,
   groupKeyOf,
   HandlerRuns,
   retryHeaders,
+  SettlementReport,
   type SettlementVerdict,
+  settleWithin,
+  undecodableVerdict,
 } from "@factflow/provider-kit";
 import type { IMessage } from "@stomp/stompjs";
 import { type DecodedMessage, DLQ_ID_HEADER, decodeMessage } from "./envelope-codec.js";
@@ -52,6 +57,8 @@ export interface SubscriptionDeps {
   readonly handlerTimeoutMs: number;
   /** The subscriber lets go of its signal once it settles (see the kit's `SignalPool`). */
   readonly releasesSignal?: boolean;
+  /** The subscriber's `onSettled`. */
+  readonly onSettled?: SettlementListener | undefined;
   readonly onClosed: (subscription: ArtemisSubscription) => void;
   /** Runs after a settlement copy has its RECEIPT and before the original is acknowledged. */
   readonly afterCopyConfirmed?: (info: {
@@ -67,6 +74,8 @@ interface Pending {
   readonly subscriptionId: string;
   /** FIFO group, when the subscription has `groupBy`. */
   readonly group: string | undefined;
+  /** Not a Factflow message: dead-lettered before any handler saw it. */
+  readonly undecodable?: boolean;
 }
 
 /**
@@ -90,8 +99,6 @@ export function subscribeHeaders(
 
 /** How many times a settlement copy (retry or dead letter) is re-sent while the delivery stays valid. */
 const COPY_ATTEMPTS = 3;
-/** Pause before re-creating a consumer whose delivery could not be settled. */
-const SETTLEMENT_RETRY_PAUSE_MS = 1_000;
 /** Longest `unsubscribe` waits for settlements in flight (copy + RECEIPT + ACK) before it lets go. */
 const UNSUBSCRIBE_SETTLE_MS = 5_000;
 
@@ -116,6 +123,8 @@ export class ArtemisSubscription implements Subscription {
   /** Settlements in flight (copy, RECEIPT, ACK), awaited by `unsubscribe`. */
   private readonly settling = new Set<Promise<void>>();
   private restartTimer: NodeJS.Timeout | undefined;
+  /** Counts and reports each settled delivery. */
+  private readonly report: SettlementReport;
 
   constructor(
     readonly target: ArtemisTarget,
@@ -129,6 +138,12 @@ export class ArtemisSubscription implements Subscription {
       releasesSignal: deps.releasesSignal === true,
       concurrency: deps.concurrency,
     });
+    this.report = new SettlementReport(
+      deps.counters,
+      { destination: this.destination, name },
+      deps.onSettled,
+      deps.logger,
+    );
   }
 
   /** The Artemis queue this subscription consumes. */
@@ -204,7 +219,8 @@ export class ArtemisSubscription implements Subscription {
     if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
     this.handlers.abortAll(new Error("subscription closed"));
     for (const dropped of this.waiting.splice(0)) this.deps.guard.release(dropped.ticket);
-    if (this.settling.size > 0) await settledWithin([...this.settling], UNSUBSCRIBE_SETTLE_MS);
+    if (this.settling.size > 0)
+      await settleWithin(Promise.allSettled([...this.settling]), UNSUBSCRIBE_SETTLE_MS);
     this.detached = true;
     await this.current?.unsubscribe();
     this.current = undefined;
@@ -220,11 +236,10 @@ export class ArtemisSubscription implements Subscription {
       // Not a Factflow message (no JSON body): keep it inspectable instead of looping on it.
       decoded = decodeMessage(message.headers, JSON.stringify(message.body));
       const { ticket } = this.deps.guard.admit(generation, attachment, this.identityOf(decoded));
-      this.deadLetter(
-        { message, decoded, ticket, subscriptionId: message.headers.subscription ?? "", group: undefined },
-        "rejected",
-        String(error),
-      ).catch((failure: unknown) => this.settlementFailed(failure));
+      const subscriptionId = message.headers.subscription ?? "";
+      const pending = { message, decoded, ticket, subscriptionId, group: undefined, undecodable: true };
+      const verdict = undecodableVerdict(error instanceof Error ? error.message : String(error));
+      this.settle(pending, verdict).catch((failure: unknown) => this.settlementFailed(failure));
       return;
     }
     const { ticket, reissue } = this.deps.guard.admit(generation, attachment, this.identityOf(decoded));
@@ -308,7 +323,7 @@ export class ArtemisSubscription implements Subscription {
       this.restartTimer = undefined;
       if (this.stopped || !this.deps.link.isConnected) return;
       this.restart().catch(() => {});
-    }, SETTLEMENT_RETRY_PAUSE_MS);
+    }, COPY_FAILURE_PAUSE_MS);
     this.restartTimer.unref();
   }
 
@@ -316,46 +331,50 @@ export class ArtemisSubscription implements Subscription {
   private async settle(pending: Pending, verdict: SettlementVerdict): Promise<void> {
     switch (verdict.kind) {
       case "ack":
-        if (this.ack(pending)) this.deps.counters.acked += 1;
+        if (this.ack(pending)) this.reported(pending, verdict);
         return;
       case "hand-back":
         // Not settled: the broker hands it out again once this consumer is gone or replaced.
         this.deps.guard.release(pending.ticket);
+        this.reported(pending, verdict);
         return;
       case "dead":
-        return this.deadLetter(pending, verdict.reason, verdict.lastError);
+        if (await this.deadLetter(pending, verdict.reason, verdict.lastError))
+          this.reported(pending, verdict);
+        return;
       case "retry": {
-        // The copy is a fresh SEND that arrives unflagged, so an incomplete attempt is counted here.
-        const count = () => {
-          if (verdict.incomplete) this.deps.counters.redelivered += 1;
-          else this.deps.counters.retried += 1;
-        };
+        // The copy is a fresh SEND that arrives unflagged: the report counts an incomplete attempt.
         const headers = retryHeaders(
           pending.decoded.envelope.headers,
           verdict.nextAttempt,
           verdict.lastError,
         );
         const what = verdict.incomplete ? "redelivery" : "retry";
-        if (this.target.kind === "queue")
-          return this.copyThenAck(pending, this.queueName, "ANYCAST", headers, verdict.delayMs, what, count);
-        return this.copyThenAck(
-          pending,
-          subscribeDestination(this.target, this.name),
-          "MULTICAST",
-          headers,
-          verdict.delayMs,
-          what,
-          count,
-        );
+        const [destination, routing] =
+          this.target.kind === "queue"
+            ? ([this.queueName, "ANYCAST"] as const)
+            : ([subscribeDestination(this.target, this.name), "MULTICAST"] as const);
+        if (await this.copyThenAck(pending, destination, routing, headers, verdict.delayMs, what))
+          this.reported(pending, verdict);
       }
     }
+  }
+
+  /** Counts and reports a verdict carried out on `pending`. */
+  private reported(pending: Pending, verdict: SettlementVerdict): void {
+    const { envelope, attempt } = pending.decoded;
+    const identity =
+      pending.undecodable === true
+        ? { messageId: undefined, attempt: 1 }
+        : { messageId: envelope.id, attempt };
+    this.report.settled(verdict, identity, pending.undecodable === true);
   }
 
   private async deadLetter(
     pending: Pending,
     cause: DeadLetterReason,
     reason: string | undefined,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const origin =
       this.target.kind === "topic"
         ? { destination: this.destination, subscription: this.name }
@@ -367,9 +386,7 @@ export class ArtemisSubscription implements Subscription {
       [DLQ_ID_HEADER]: envelope.id,
     };
     const dlq = deadLetterQueueName(this.target, this.name);
-    await this.copyThenAck(pending, dlq, "ANYCAST", headers, 0, "dead letter", () => {
-      this.deps.counters.deadLettered += 1;
-    });
+    return this.copyThenAck(pending, dlq, "ANYCAST", headers, 0, "dead letter");
   }
 
   /**
@@ -383,10 +400,9 @@ export class ArtemisSubscription implements Subscription {
     headers: Record<string, string>,
     delayMs: number,
     what: string,
-    onCopied: () => void,
-  ): Promise<void> {
+  ): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
-      if (!this.stillValid(pending)) return;
+      if (!this.stillValid(pending)) return false;
       try {
         await this.deps.sendCopy(
           destination,
@@ -405,9 +421,8 @@ export class ArtemisSubscription implements Subscription {
         if (attempt >= COPY_ATTEMPTS || timedOut) throw error;
       }
     }
-    onCopied();
     await this.deps.afterCopyConfirmed?.({ destination, what });
-    this.ack(pending);
+    return this.ack(pending);
   }
 
   /** False (and counted as superseded) when the guard says the ACK would hit a reissued delivery. */
@@ -437,16 +452,4 @@ export class ArtemisSubscription implements Subscription {
     this.deps.guard.release(pending.ticket);
     return sent;
   }
-}
-
-/** Waits for every promise to settle, or for `ms`, whichever comes first. */
-async function settledWithin(promises: readonly Promise<unknown>[], ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    Promise.allSettled(promises),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
 }

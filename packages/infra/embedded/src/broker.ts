@@ -17,6 +17,7 @@ import {
   type HandlerOutcome,
   type ResolvedSubscribeOptions,
   type SettlementContext,
+  SettlementReport,
   type SettlementVerdict,
 } from "@factflow/provider-kit";
 import type { EmbeddedConfig } from "./config.js";
@@ -27,6 +28,8 @@ import { queueKey, subscriptionKey, type Target } from "./naming.js";
 import { PhysicalQueue } from "./physical-queue.js";
 import { mergeLayout, type QueueDefinition, sameLayout } from "./queue-options.js";
 import { Scheduler } from "./scheduler.js";
+
+const HAND_BACK: SettlementVerdict = { kind: "hand-back" };
 
 /**
  * The in-process broker: physical queues, topics and their durable subscriptions, dispatch to
@@ -208,6 +211,12 @@ export class Broker {
       Math.min(prefetch, concurrency),
       retry,
       requested.handlerTimeoutMs ?? def?.handlerTimeoutMs ?? options.handlerTimeoutMs,
+      new SettlementReport(
+        this.counters,
+        { destination, name: options.subscription },
+        options.onSettled,
+        this.logger,
+      ),
       options.releasesSignal,
     );
     queue.consumers = [...queue.consumers, consumer];
@@ -348,8 +357,10 @@ export class Broker {
     this.#release(active);
     const message = active.message;
     message.redelivered = true;
+    // The message is handed out again from this broker's own memory, so it is counted here.
     this.counters.redelivered++;
     active.consumer.queue.returnToFront(message, Date.now());
+    active.consumer.report.settled(HAND_BACK, { messageId: message.id, attempt: message.attempt });
     active.controller.abort(new Error(`[factflow/embedded] ${reason}: the message will be redelivered`));
   }
 
@@ -394,25 +405,24 @@ export class Broker {
 
   #apply(consumer: Consumer, message: StoredMessage, verdict: SettlementVerdict): void {
     const queue = consumer.queue;
+    const settled = { messageId: message.id, attempt: message.attempt };
     switch (verdict.kind) {
       case "ack":
         queue.release(message);
         this.#forget(message);
         this.journal.ack(message);
-        this.counters.acked++;
-        return;
+        break;
       case "dead":
         this.deadLetter(queue, message, verdict.reason, verdict.lastError);
-        return;
+        break;
       case "retry":
-        if (verdict.incomplete) this.counters.redelivered++;
-        else this.counters.retried++;
         this.#retry(consumer, message, verdict);
-        return;
+        break;
       case "hand-back":
         // Only a stop hands back, and stops go through #abandon; kept for completeness.
         queue.returnToFront(message, Date.now());
     }
+    consumer.report.settled(verdict, settled);
   }
 
   /** Carries out a retry verdict: the next attempt, after the kit's delay, back at the front. */
@@ -443,7 +453,6 @@ export class Broker {
     message.dead = { reason, at: new Date().toISOString(), attempts: message.attempt, lastError };
     queue.dead.set(message.seq, message);
     this.journal.deadLetter(message);
-    this.counters.deadLettered++;
   }
 
   /** Moves dead letters back to their queue with a fresh budget. */

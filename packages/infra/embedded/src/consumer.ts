@@ -1,5 +1,5 @@
 import type { Destination, MessageHandler, RetryPolicy } from "@factflow/protocols";
-import { SignalPool } from "@factflow/provider-kit";
+import { type SettlementReport, SignalPool } from "@factflow/provider-kit";
 import type { StoredMessage } from "./message.js";
 import type { PhysicalQueue } from "./physical-queue.js";
 
@@ -41,6 +41,8 @@ export class Consumer {
     readonly slots: number,
     readonly retry: RetryPolicy,
     readonly handlerTimeoutMs: number,
+    /** Counts each settled delivery and tells the subscriber's `onSettled`. */
+    readonly report: SettlementReport,
     releasesSignal = false,
   ) {
     this.shared = handler.length === 1 ? new AbortController() : undefined;

@@ -205,6 +205,7 @@ export function createPulsarProvider(
           policy: plan.options.retry,
           handlerTimeoutMs: plan.options.handlerTimeoutMs,
           releasesSignal: plan.options.releasesSignal,
+          onSettled: options.onSettled,
           subscriptionType: plan.subscriptionType,
         },
       );

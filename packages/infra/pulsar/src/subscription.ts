@@ -4,14 +4,19 @@ import type {
   Logger,
   MessageHandler,
   RetryPolicy,
+  SettlementListener,
   Subscription,
 } from "@factflow/protocols";
 import {
   deadLetterHeaders,
   decideSettlement,
   HandlerRuns,
+  pauseAfterCopyFailure,
   retryHeaders,
+  SettlementReport,
   type SettlementVerdict,
+  settleWithin,
+  undecodableVerdict,
 } from "@factflow/provider-kit";
 import { copyPayload, decodeMessage } from "./codec.js";
 import type { PulsarConfig } from "./config.js";
@@ -20,8 +25,6 @@ import type { Producers } from "./producers.js";
 import type { Topics } from "./topics.js";
 import type { ConsumerLink, IncomingMessage, PulsarSubscriptionType, PulsarTransport } from "./transport.js";
 
-/** Pause before handing back a delivery whose retry/dead-letter copy could not be published. */
-const COPY_FAILURE_BACKOFF_MS = 1_000;
 /** Longest the settling copies may hold up an unsubscribe. */
 const SHUTDOWN_STEP_MS = 2_000;
 
@@ -46,6 +49,8 @@ export interface SubscriptionSettings {
   readonly handlerTimeoutMs: number;
   /** The subscriber lets go of its signal once it settles (see the kit's `SignalPool`). */
   readonly releasesSignal?: boolean;
+  /** The subscriber's `onSettled`. */
+  readonly onSettled?: SettlementListener | undefined;
   /**
    * `Shared` (competing consumers, any order), or `Failover` for ordered routes (`ordering: "fifo"`,
    * with or without a group key): one consumer across every process sees the whole topic in publish
@@ -58,6 +63,8 @@ interface Pending {
   readonly message: IncomingMessage;
   readonly link: ConsumerLink;
   readonly source: Source;
+  /** Who the verdict is reported for, once the message is decoded. */
+  settled?: { readonly messageId: string | undefined; readonly attempt: number };
 }
 
 /**
@@ -140,6 +147,8 @@ export class PulsarSubscription implements Subscription {
   /** Running handlers, whose timeouts share one timer. */
   private readonly handlers: HandlerRuns;
   private readonly settling = new Set<Promise<void>>();
+  /** Counts and reports each settled delivery. */
+  private readonly report: SettlementReport;
 
   constructor(
     readonly deps: SubscriptionDeps,
@@ -148,6 +157,7 @@ export class PulsarSubscription implements Subscription {
     const { route } = settings;
     this.destination = route.destination;
     this.name = route.subscription;
+    this.report = new SettlementReport(deps.counters, this, settings.onSettled, deps.logger);
     this.handlers = new HandlerRuns({
       timeoutMs: settings.handlerTimeoutMs,
       releasesSignal: settings.releasesSignal === true,
@@ -203,13 +213,10 @@ export class PulsarSubscription implements Subscription {
   private async handle(pending: Pending): Promise<void> {
     const decoded = decodeMessage(pending.message.payload, pending.message.publishTime);
     if ("error" in decoded) {
-      await this.settle(
-        pending,
-        { kind: "dead", reason: "rejected", lastError: `not a Factflow message: ${decoded.error}` },
-        undefined,
-      );
+      await this.settle(pending, undecodableVerdict(decoded.error), undefined);
       return;
     }
+    pending.settled = { messageId: decoded.envelope.id, attempt: decoded.attempt };
     const delivery: Delivery = {
       message: decoded.envelope,
       destination: this.destination as Delivery["destination"],
@@ -235,7 +242,11 @@ export class PulsarSubscription implements Subscription {
     verdict: SettlementVerdict,
     decoded: { headers: Record<string, string>; body: import("@factflow/protocols").JsonValue } | undefined,
   ): Promise<void> {
-    if (verdict.kind === "hand-back") return; // The link closes with the subscription; the broker redelivers.
+    if (verdict.kind === "hand-back") {
+      // The link closes with the subscription; the broker redelivers.
+      this.reported(pending, verdict);
+      return;
+    }
     if (!this.isCurrent(pending)) {
       this.deps.counters.superseded += 1;
       return;
@@ -243,7 +254,7 @@ export class PulsarSubscription implements Subscription {
     if (verdict.kind === "ack") {
       pending.link.ack(pending.message.messageId);
       pending.link.permit(1);
-      this.deps.counters.acked += 1;
+      this.reported(pending, verdict);
       return;
     }
     const work = this.forward(pending, verdict, decoded);
@@ -294,7 +305,7 @@ export class PulsarSubscription implements Subscription {
           error: error instanceof Error ? error.message : String(error),
         },
       );
-      await new Promise((resolve) => setTimeout(resolve, COPY_FAILURE_BACKOFF_MS));
+      await pauseAfterCopyFailure();
       if (this.isCurrent(pending)) {
         pending.link.nack(pending.message.messageId);
         pending.link.permit(1);
@@ -309,9 +320,13 @@ export class PulsarSubscription implements Subscription {
     }
     pending.link.ack(pending.message.messageId);
     pending.link.permit(1);
-    if (verdict.kind === "dead") counters.deadLettered += 1;
-    else if (verdict.incomplete) counters.redelivered += 1;
-    else counters.retried += 1;
+    this.reported(pending, verdict);
+  }
+
+  /** Counts and reports a verdict carried out; an undecodable message has no `settled` identity. */
+  private reported(pending: Pending, verdict: SettlementVerdict): void {
+    const identity = pending.settled ?? { messageId: undefined, attempt: 1 };
+    this.report.settled(verdict, identity, pending.settled === undefined);
   }
 
   unsubscribe(): Promise<void> {
@@ -324,14 +339,7 @@ export class PulsarSubscription implements Subscription {
     this.stopped = true;
     this.deps.onStop(this);
     this.handlers.abortAll(new Error("subscription closed"));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.settling]),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, SHUTDOWN_STEP_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settleWithin(Promise.allSettled([...this.settling]), SHUTDOWN_STEP_MS);
     this.backlog = [];
     for (const source of this.sources) source.stop();
   }

@@ -283,6 +283,7 @@ export function createRabbitMqProvider(
           policy,
           handlerTimeoutMs,
           releasesSignal: options.releasesSignal,
+          onSettled: options.onSettled,
         },
       );
       declareFor.set(subscription, declare);

@@ -1,11 +1,10 @@
 import { backoffDelayMs, type Logger, ProviderError } from "@factflow/protocols";
-import { DeadlineSweep, type Expiring } from "@factflow/provider-kit";
+import { DeadlineSweep, type Expiring, settleWithin } from "@factflow/provider-kit";
 import type { ConfirmChannel, Message } from "amqplib";
 import { amqpReplyCode, classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager, LiveConnection } from "./connection-manager.js";
 import { type EncodedMessage, publishOptions } from "./envelope-codec.js";
-import { settleWithin } from "./settle-within.js";
 
 /** The confirm channel of one connection generation, with the bookkeeping of mandatory returns. */
 interface PublishChannel {

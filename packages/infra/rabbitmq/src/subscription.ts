@@ -4,9 +4,18 @@ import type {
   Logger,
   MessageHandler,
   RetryPolicy,
+  SettlementListener,
   Subscription,
 } from "@factflow/protocols";
-import { decideSettlement, HandlerRuns, type SettlementVerdict } from "@factflow/provider-kit";
+import {
+  decideSettlement,
+  HandlerRuns,
+  pauseAfterCopyFailure,
+  SettlementReport,
+  type SettlementVerdict,
+  settleWithin,
+  undecodableVerdict,
+} from "@factflow/provider-kit";
 import type { Channel, ConsumeMessage } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
@@ -15,10 +24,6 @@ import { decodeMessage } from "./envelope-codec.js";
 import { type FailureRoute, publishDeadLetter, publishRetry } from "./failure-router.js";
 import { handBackAndClose } from "./hand-back.js";
 import type { Publisher } from "./publisher.js";
-import { settleWithin } from "./settle-within.js";
-
-/** Pause before requeueing a delivery whose retry/dead-letter copy could not be published. */
-const COPY_FAILURE_BACKOFF_MS = 1_000;
 
 /** Longest one shutdown step (cancel, settling copies, channel close) may wait on the broker. */
 const SHUTDOWN_STEP_MS = 2_000;
@@ -34,6 +39,8 @@ interface Attachment {
 interface Pending {
   readonly message: ConsumeMessage;
   readonly attachment: Attachment;
+  /** Who the verdict is reported for, once the message is decoded. */
+  settled?: { readonly messageId: string | undefined; readonly attempt: number };
 }
 
 /** What a subscription needs from its provider. */
@@ -59,6 +66,8 @@ export interface SubscriptionSettings {
   readonly handlerTimeoutMs: number;
   /** The subscriber lets go of its signal once it settles (see the kit's `SignalPool`). */
   readonly releasesSignal?: boolean;
+  /** The subscriber's `onSettled`. */
+  readonly onSettled?: SettlementListener | undefined;
 }
 
 /**
@@ -79,6 +88,8 @@ export class RabbitSubscription implements Subscription {
   private readonly handlers: HandlerRuns;
   private readonly settling = new Set<Promise<void>>();
   private retryTimer: NodeJS.Timeout | undefined;
+  /** Counts and reports each settled delivery. */
+  private readonly report: SettlementReport;
 
   constructor(
     private readonly deps: SubscriptionDeps,
@@ -91,6 +102,7 @@ export class RabbitSubscription implements Subscription {
       concurrency: settings.concurrency,
     });
     this.name = settings.route.subscription;
+    this.report = new SettlementReport(deps.counters, this, settings.onSettled, deps.logger);
   }
 
   get route(): FailureRoute {
@@ -192,10 +204,11 @@ export class RabbitSubscription implements Subscription {
     const decoded = decodeMessage(message);
     const isTopic = this.settings.route.kind === "topic";
     if ("error" in decoded) {
-      const lastError = `not a Factflow message: ${decoded.error}`;
-      await this.settle(pending, { kind: "dead", reason: "rejected", lastError });
+      pending.settled = { messageId: undefined, attempt: 1 };
+      await this.settle(pending, undecodableVerdict(decoded.error), true);
       return;
     }
+    pending.settled = { messageId: decoded.envelope.id, attempt: decoded.attempt };
     const delivery: Delivery = {
       message: decoded.envelope,
       destination: this.destination as Delivery["destination"],
@@ -214,20 +227,16 @@ export class RabbitSubscription implements Subscription {
   }
 
   /** Carries out the kit's verdict on the delivery's own channel. */
-  private async settle(pending: Pending, verdict: SettlementVerdict): Promise<void> {
+  private async settle(pending: Pending, verdict: SettlementVerdict, undecodable = false): Promise<void> {
     if (!this.isCurrent(pending)) {
       if (verdict.kind !== "hand-back") this.deps.counters.superseded += 1;
       return;
     }
-    if (verdict.kind === "ack") {
-      if (this.send(pending, "ack")) this.deps.counters.acked += 1;
+    if (verdict.kind === "ack" || verdict.kind === "hand-back") {
+      if (this.send(pending, verdict.kind === "ack" ? "ack" : "requeue")) this.reported(pending, verdict);
       return;
     }
-    if (verdict.kind === "hand-back") {
-      this.send(pending, "requeue");
-      return;
-    }
-    const work = this.forward(pending, verdict);
+    const work = this.forward(pending, verdict, undecodable);
     this.settling.add(work);
     try {
       await work;
@@ -240,6 +249,7 @@ export class RabbitSubscription implements Subscription {
   private async forward(
     pending: Pending,
     verdict: Extract<SettlementVerdict, { kind: "retry" | "dead" }>,
+    undecodable: boolean,
   ): Promise<void> {
     const { route } = this.settings;
     const { publisher, topology, counters } = this.deps;
@@ -265,9 +275,7 @@ export class RabbitSubscription implements Subscription {
           error: error instanceof Error ? error.message : String(error),
         },
       );
-      // A pause before the requeue, so a failure that persists (broker refusing the copy) does not
-      // turn into a hot redelivery loop.
-      await new Promise((resolve) => setTimeout(resolve, COPY_FAILURE_BACKOFF_MS));
+      await pauseAfterCopyFailure();
       if (this.isCurrent(pending)) this.send(pending, "requeue");
       return;
     }
@@ -277,10 +285,11 @@ export class RabbitSubscription implements Subscription {
       counters.superseded += 1;
       return;
     }
-    if (!this.send(pending, "ack")) return;
-    if (verdict.kind === "dead") counters.deadLettered += 1;
-    else if (verdict.incomplete) counters.redelivered += 1;
-    else counters.retried += 1;
+    if (this.send(pending, "ack")) this.reported(pending, verdict, undecodable);
+  }
+
+  private reported(pending: Pending, verdict: SettlementVerdict, undecodable = false): void {
+    this.report.settled(verdict, pending.settled ?? { messageId: undefined, attempt: 1 }, undecodable);
   }
 
   /**

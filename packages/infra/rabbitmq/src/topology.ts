@@ -1,9 +1,9 @@
 import { type Logger, ProviderError } from "@factflow/protocols";
+import { settleWithin } from "@factflow/provider-kit";
 import type { Channel } from "amqplib";
 import { amqpReplyCode, classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager } from "./connection-manager.js";
-import { settleWithin } from "./settle-within.js";
 
 /**
  * Most names a cache keeps. Execution-scoped queue names never repeat, so a long-running server

@@ -5,22 +5,28 @@ import { envelopeFromHeaders } from "@factflow/provider-kit";
 export const BODY_FIELD = "b";
 /** Stream entry field holding the headers as one JSON object of strings. */
 export const HEADERS_FIELD = "h";
+/** Stream entry field set on a hand-back copy: the message was handed out before. */
+export const REDELIVERED_FIELD = "r";
 
-/** The two fields of a stream entry, as stored. */
+/** The fields of a stream entry, as stored. */
 export interface RawEntry {
   readonly bodyJson: string;
   readonly headersJson: string;
+  /** A hand-back copy (field `r`): delivered again, flagged redelivered. */
+  readonly handedBack: boolean;
 }
 
-/** Reads the `b` / `h` fields of an entry's flat `[field, value, ...]` list. */
+/** Reads the `b` / `h` / `r` fields of an entry's flat `[field, value, ...]` list. */
 export function rawEntry(fields: readonly string[]): RawEntry {
   let bodyJson = "null";
   let headersJson = "{}";
+  let handedBack = false;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     if (fields[i] === BODY_FIELD) bodyJson = fields[i + 1] as string;
     else if (fields[i] === HEADERS_FIELD) headersJson = fields[i + 1] as string;
+    else if (fields[i] === REDELIVERED_FIELD) handedBack = true;
   }
-  return { bodyJson, headersJson };
+  return { bodyJson, headersJson, handedBack };
 }
 
 /** Parses the headers JSON; undefined when it is not an object of strings. */

@@ -19,6 +19,7 @@ import {
   guardProvider,
   prepareOutbound,
   type ResolvedSubscribeOptions,
+  settleWithin,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
 import type { Redis } from "ioredis";
@@ -30,7 +31,6 @@ import { DelayedPump } from "./delayed-pump.js";
 import { baseKey, laneFor, subscriptionSetKey, topicLanePrefix } from "./naming.js";
 import { PUBLISH_TOPIC, runScript, SCHEDULE } from "./scripts.js";
 import { nonce, RedisSubscription } from "./subscription.js";
-import { settleWithin } from "./timing.js";
 
 /** Options besides the config. */
 export interface RedisProviderOptions {
@@ -250,6 +250,7 @@ export function createRedisProvider(
           policy: options.retry,
           handlerTimeoutMs: options.handlerTimeoutMs,
           releasesSignal: options.releasesSignal,
+          onSettled: options.onSettled,
         },
       );
       subscriptions.add(subscription);

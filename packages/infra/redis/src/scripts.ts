@@ -80,9 +80,10 @@ return {#due, wait}`,
 
 /**
  * KEYS: stream, target (stream, delayed set or dead-letter stream). ARGV: group, consumer, entry id,
- * mode (ack | add | delay), headers, body, delay ms, nonce.
+ * mode (ack | add | back | delay), headers, body, delay ms, nonce.
  * Settles one delivery if this consumer still holds it: first the copy (added to the target, or
- * scheduled), then XACK + XDEL of the original. Returns 1 when settled now, 2 when the entry is
+ * scheduled; a hand-back copy, `back`, carries the field `r` so its next delivery is flagged
+ * redelivered), then XACK + XDEL of the original. Returns 1 when settled now, 2 when the entry is
  * already settled and gone (a resend of this script after a lost reply), 0 when another consumer
  * holds it (reclaimed), -1 when the group is gone.
  */
@@ -100,6 +101,8 @@ end
 if p[1][2] ~= ARGV[2] then return 0 end
 if ARGV[4] == 'add' then
   redis.call('XADD', KEYS[2], '*', 'b', ARGV[6], 'h', ARGV[5])
+elseif ARGV[4] == 'back' then
+  redis.call('XADD', KEYS[2], '*', 'b', ARGV[6], 'h', ARGV[5], 'r', '1')
 elseif ARGV[4] == 'delay' then
   redis.call('ZADD', KEYS[2], ms(now + tonumber(ARGV[7])), ARGV[8] .. '\\n' .. ARGV[5] .. '\\n' .. ARGV[6])
 end

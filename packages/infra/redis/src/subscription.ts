@@ -7,6 +7,7 @@ import {
   type MessageHandler,
   ProviderError,
   type RetryPolicy,
+  type SettlementListener,
   type Subscription,
 } from "@factflow/protocols";
 import {
@@ -15,7 +16,10 @@ import {
   decideSettlement,
   HandlerRuns,
   retryHeaders,
+  SettlementReport,
   type SettlementVerdict,
+  settleWithin,
+  undecodableVerdict,
 } from "@factflow/provider-kit";
 import type { Redis } from "ioredis";
 import { AckBatcher } from "./ack-batch.js";
@@ -27,7 +31,7 @@ import type { DelayedPump } from "./delayed-pump.js";
 import { escapeSubscription, GROUP, type LaneKeys } from "./naming.js";
 import { readCount } from "./read-window.js";
 import { JOIN, LEAVE, REAP, runScript, SETTLE, SETTLE_ACKS, TOUCH } from "./scripts.js";
-import { settleWithin, sleep } from "./timing.js";
+import { sleep } from "./timing.js";
 
 /** Longest one shutdown step (hand-backs, leaving the group) may wait on Redis. */
 const SHUTDOWN_STEP_MS = 2_000;
@@ -38,6 +42,8 @@ interface Held {
   readonly raw: RawEntry;
   /** Handed out before: reclaimed from a dead consumer, or recovered after a lost reply. */
   readonly redelivered: boolean;
+  /** Who the verdict is reported for: set when the entry is handed to the handler. */
+  settled?: { readonly messageId: string | undefined; readonly attempt: number };
 }
 
 /** Entries of one stream in an XREADGROUP / XAUTOCLAIM reply; deleted entries have no fields. */
@@ -69,6 +75,8 @@ export interface SubscriptionSettings {
   readonly handlerTimeoutMs: number;
   /** The subscriber lets go of its signal once it settles (see the kit's `SignalPool`). */
   readonly releasesSignal?: boolean;
+  /** The subscriber's `onSettled`. */
+  readonly onSettled?: SettlementListener | undefined;
 }
 
 /**
@@ -107,6 +115,8 @@ export class RedisSubscription implements Subscription {
     );
   });
   private reclaimTimer: NodeJS.Timeout | undefined;
+  /** Counts and reports each settled delivery. */
+  private readonly report: SettlementReport;
 
   constructor(
     private readonly deps: SubscriptionDeps,
@@ -119,6 +129,7 @@ export class RedisSubscription implements Subscription {
       releasesSignal: settings.releasesSignal === true,
       concurrency: settings.concurrency,
     });
+    this.report = new SettlementReport(deps.counters, this, settings.onSettled, deps.logger);
   }
 
   /** Registers the consumer (group, heartbeat, topic subscription) and starts reading. */
@@ -235,8 +246,11 @@ export class RedisSubscription implements Subscription {
       }
       if (this.held.has(entryId)) continue;
       if (this.stopped) continue;
-      const item: Held = { entryId, raw: rawEntry(fields), redelivered };
-      if (redelivered) this.deps.counters.redelivered += 1;
+      const raw = rawEntry(fields);
+      // A hand-back copy is handed out again: counted and flagged here, as on every broker.
+      const again = redelivered || raw.handedBack;
+      const item: Held = { entryId, raw, redelivered: again };
+      if (again) this.deps.counters.redelivered += 1;
       this.held.set(entryId, item);
       this.backlog.push(item);
     }
@@ -261,14 +275,10 @@ export class RedisSubscription implements Subscription {
   private async handle(item: Held): Promise<void> {
     const decoded = decodeEntry(item.raw, item.entryId);
     if ("error" in decoded) {
-      const verdict = {
-        kind: "dead",
-        reason: "rejected",
-        lastError: `not a Factflow message: ${decoded.error}`,
-      } as const;
-      await this.settle(item, verdict, decoded.headers);
+      await this.settle(item, undecodableVerdict(decoded.error), decoded.headers, true);
       return;
     }
+    item.settled = { messageId: decoded.envelope.id, attempt: decoded.attempt };
     const delivery: Delivery = {
       message: decoded.envelope,
       destination: this.destination as Delivery["destination"],
@@ -290,6 +300,7 @@ export class RedisSubscription implements Subscription {
     item: Held,
     verdict: SettlementVerdict,
     headers: Readonly<Record<string, string>>,
+    undecodable = false,
   ): Promise<void> {
     const { lane, counters } = this.deps;
     const plan = planSettlement(lane, verdict, headers);
@@ -301,22 +312,11 @@ export class RedisSubscription implements Subscription {
         if (verdict.kind !== "hand-back") counters.superseded += 1;
         return;
       }
-      switch (verdict.kind) {
-        case "ack":
-          counters.acked += 1;
-          break;
-        case "dead":
-          counters.deadLettered += 1;
-          break;
-        case "hand-back":
-          counters.redelivered += 1;
-          break;
-        case "retry":
-          if (verdict.incomplete) counters.redelivered += 1;
-          else counters.retried += 1;
-          if (verdict.delayMs > 0) this.deps.pump.wakeIn(verdict.delayMs);
-          break;
-      }
+      if (verdict.kind === "retry" && verdict.delayMs > 0) this.deps.pump.wakeIn(verdict.delayMs);
+      // Only a delivery a handler saw is reported; entries handed back from the backlog or from a
+      // read cut short by the stop never reached the subscriber.
+      if (verdict.kind !== "hand-back" || item.settled !== undefined)
+        this.report.settled(verdict, item.settled ?? { messageId: undefined, attempt: 1 }, undecodable);
     } finally {
       this.held.delete(item.entryId);
       this.wakeReader();
@@ -485,7 +485,7 @@ export class RedisSubscription implements Subscription {
 
 /** How one verdict becomes one SETTLE call. */
 interface SettlePlan {
-  readonly mode: "ack" | "add" | "delay";
+  readonly mode: "ack" | "add" | "back" | "delay";
   readonly target: string;
   readonly headersJson: string;
   readonly delayMs: number;
@@ -500,7 +500,7 @@ function planSettlement(
     case "ack":
       return { mode: "ack", target: lane.stream, headersJson: "", delayMs: 0 };
     case "hand-back":
-      return { mode: "add", target: lane.stream, headersJson: JSON.stringify(headers), delayMs: 0 };
+      return { mode: "back", target: lane.stream, headersJson: JSON.stringify(headers), delayMs: 0 };
     case "retry": {
       const headersJson = JSON.stringify(retryHeaders(headers, verdict.nextAttempt, verdict.lastError));
       return verdict.delayMs > 0

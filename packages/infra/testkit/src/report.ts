@@ -11,6 +11,7 @@ export const GROUPS = [
   "released-signals",
   "topic-failure",
   "dead-letters",
+  "verdicts",
   "cleanup",
   "stats",
   "ordering: fifo",

@@ -18,6 +18,7 @@ import { registerSettlement } from "./groups/settlement.js";
 import { registerStats } from "./groups/stats.js";
 import { registerTopicFailure } from "./groups/topic-failure.js";
 import { registerTopics } from "./groups/topics.js";
+import { registerVerdicts } from "./groups/verdicts.js";
 import { SuiteEnv } from "./harness.js";
 import { type ConformanceOptions, type ResolvedOptions, resolveOptions } from "./options.js";
 import type { Availability } from "./probe-tcp.js";
@@ -107,6 +108,7 @@ function registerGroups(resolved: ResolvedOptions, report: SuiteReport): void {
   describe("released signals", () => registerReleasedSignals(env));
   describe("topic failure", () => registerTopicFailure(env));
   describe("dead letters", () => registerDeadLetters(env));
+  describe("verdicts", () => registerVerdicts(env));
   describe("cleanup", () => registerCleanup(env));
   describe("stats", () => registerStats(env));
   describe("ordering", () => registerOrdering(env));
