@@ -67,6 +67,17 @@ export const SettingsSchema = v.pipe(
         v.regex(/^rediss?:\/\//, "must start with redis:// or rediss:// (e.g. redis://127.0.0.1:6379)"),
       ),
     ),
+    /**
+     * Prefix of every Redis key the provider writes, so several deployments share one Redis
+     * database. Letters, digits and `_ . : -`. @default "factflow:"
+     */
+    redis_key_prefix: v.optional(
+      v.pipe(
+        v.string(),
+        v.trim(),
+        v.regex(/^[A-Za-z0-9_.:-]{1,100}$/, "must be at most 100 letters, digits, '_', '.', ':' or '-'"),
+      ),
+    ),
     artemis_password: v.optional(v.string()),
     /** Pulsar WebSocket API (the broker web service) when provider is pulsar. @default "ws://127.0.0.1:8080" */
     pulsar_url: v.optional(
@@ -193,6 +204,7 @@ const KEYS = [
   "artemis_user",
   "artemis_password",
   "redis_url",
+  "redis_key_prefix",
   "pulsar_url",
   "pulsar_admin_url",
   "pulsar_tenant",

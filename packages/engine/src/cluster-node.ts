@@ -199,6 +199,10 @@ export class ClusterNode {
   /** Re-publishes the open messages of an execution nothing works on any more. */
   async #recoverIfStuck(executionId: string, watch: Watch): Promise<void> {
     const { lineage, executions, queue, manager, service, logger } = this.#services;
+    // The dead server's lease has expired, so whatever it held unacknowledged has gone back to the
+    // broker: an invocation row it left open beside a message that settled since is closed at once,
+    // without waiting for the settle time (which only the re-publish below still needs).
+    await service.closeInvocationsOfSettledMessages(executionId);
     await lineage.flush();
     const open = await lineage.countOpen(executionId);
     if (open === 0) {
