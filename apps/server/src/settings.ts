@@ -231,6 +231,21 @@ const KEYS = [
   "stall_after_s",
 ] as const;
 
+/** The environment variable of each setting: `FACTFLOW_` and the key in upper case. */
+export const SETTING_VARIABLES: readonly string[] = KEYS.map((key) => `FACTFLOW_${key.toUpperCase()}`);
+
+/**
+ * Variables read from the environment only, never from the settings file: where the file is, and
+ * the cluster settings (docs/deployment.md), which must match on every server of a cluster.
+ */
+export const ENVIRONMENT_ONLY_VARIABLES: readonly string[] = [
+  "FACTFLOW_SETTINGS_FILE",
+  "FACTFLOW_CLUSTER",
+  "FACTFLOW_NODE_ID",
+  "FACTFLOW_CLUSTER_LEASE_MS",
+  "FACTFLOW_CLUSTER_MAX_RUNNING",
+];
+
 const SECRET_KEYS = new Set<string>(["api_token", "artemis_password"]);
 const URL_KEYS = new Set<string>([
   "rabbitmq_url",
