@@ -70,7 +70,6 @@ describe("Docker Compose files and the server settings", () => {
     const sources = ["compose.ts", "settings.ts", "cluster-lease.ts"]
       .map((f) => readFileSync(resolve(import.meta.dirname, "../src", f), "utf8"))
       .join("\n");
-    for (const name of ENVIRONMENT_ONLY_VARIABLES)
-      expect(sources.includes(`env.${name}`), name).toBe(true);
+    for (const name of ENVIRONMENT_ONLY_VARIABLES) expect(sources.includes(`env.${name}`), name).toBe(true);
   });
 });
