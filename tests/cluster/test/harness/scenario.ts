@@ -315,6 +315,11 @@ function providerEnv(provider: ClusterScenario["provider"], redisPrefix: string)
   }
 }
 
+/** Removes a passed scenario's directory, unless `FACTFLOW_CLUSTER_KEEP_DIR=1` (its logs are written). */
 export function cleanUp(result: ClusterResult): void {
+  if (process.env.FACTFLOW_CLUSTER_KEEP_DIR === "1") {
+    console.log(`[cluster] kept ${result.dir}`);
+    return;
+  }
   rmSync(result.dir, { recursive: true, force: true });
 }
