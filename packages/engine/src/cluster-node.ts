@@ -202,7 +202,8 @@ export class ClusterNode {
     // The dead server's lease has expired, so whatever it held unacknowledged has gone back to the
     // broker: an invocation row it left open beside a message that settled since is closed at once,
     // without waiting for the settle time (which only the re-publish below still needs).
-    await service.closeInvocationsOfSettledMessages(executionId);
+    if ((await service.closeInvocationsOfSettledMessages(executionId)) > 0)
+      manager.get(executionId)?.nudgeCompletion();
     await lineage.flush();
     const open = await lineage.countOpen(executionId);
     if (open === 0) {
