@@ -59,9 +59,11 @@ const JOIN_RETRY_MS = 15_000;
  * lease, joins every running execution as a competing consumer, stops the ones another server
  * ended, and takes over after a server whose lease expired. A dead server's unacknowledged
  * deliveries come back from the broker by themselves; what it took with it is lineage: adapter rows
- * left open and messages acknowledged whose closing write never committed. Once such an execution
- * holds open rows while the broker holds nothing for it (so no live server is working on them), the
- * taker closes the dead invocations and re-publishes the open messages, marked re-seeded.
+ * left open and messages acknowledged whose closing write never committed. From the lease expiry
+ * on, an adapter row left open beside a message that has settled since is closed at once (the
+ * message ran elsewhere). Once an execution holds open rows while the broker holds nothing for it
+ * (so no live server is working on them) for the settle time, the taker closes the remaining dead
+ * invocations and re-publishes the open messages, marked re-seeded.
  */
 export class ClusterNode {
   readonly nodeId: string;
