@@ -22,6 +22,7 @@ import type {
   StorageProtocol,
 } from "@factflow/protocols";
 import { createFileStorage } from "@factflow/storage";
+import { leaseMsOf } from "./cluster-lease.js";
 import { ConfigCatalog } from "./config-catalog.js";
 import { moduleAccessOf } from "./config-validator.js";
 import { connectOnFirstUse } from "./lazy-provider.js";
@@ -101,17 +102,6 @@ export interface ComposeOptions {
    * @default a warning in the log with the diagnosis
    */
   readonly onExecutionStalled?: (record: ExecutionRecord, diagnosis: StallDiagnosis) => void;
-}
-
-/**
- * How long a process's lease (a cluster node's, or any other's) lasts without a heartbeat; env
- * `FACTFLOW_CLUSTER_LEASE_MS` changes it.
- */
-const DEFAULT_LEASE_MS = 10_000;
-
-function leaseMsOf(env: NodeJS.ProcessEnv): number {
-  const lease = Number(env.FACTFLOW_CLUSTER_LEASE_MS);
-  return Number.isInteger(lease) && lease >= 1000 ? lease : DEFAULT_LEASE_MS;
 }
 
 /** In cluster mode lost lineage writes are reconciled late: a takeover re-publishes first. */
@@ -203,7 +193,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
   const routes = new RouteIndex();
   await mkdir(settings.data_dir, { recursive: true });
 
-  const created = await createProvider(settings, logger);
+  const created = await createProvider(settings, logger, { leaseMs: leaseMsOf(process.env) });
   const rawProvider = options.connectProvider === "first-use" ? connectOnFirstUse(created) : created;
   if (options.connectProvider !== "first-use") await rawProvider.connect();
   const closers: (() => Promise<void>)[] = [() => rawProvider.close()];

@@ -1,12 +1,32 @@
 import { join } from "node:path";
 import type { Logger, QueueProtocol } from "@factflow/protocols";
+import { DEFAULT_LEASE_MS } from "./cluster-lease.js";
 import type { Settings } from "./settings.js";
+
+/** What the provider takes from the server besides its settings. */
+export interface ProviderOptions {
+  /**
+   * The cluster lease (`FACTFLOW_CLUSTER_LEASE_MS`). On Redis a dead server's deliveries move to
+   * another consumer only after the visibility timeout, so it follows the lease: a server taken over
+   * after the lease has its pending entries claimed at about the same time. @default 10000
+   */
+  readonly leaseMs?: number;
+}
+
+/** The Redis timing a lease asks for: visibility timeout = lease, a reclaim sweep every quarter of it. */
+export function redisTimingOf(leaseMs: number): { visibilityTimeoutMs: number; reclaimIntervalMs: number } {
+  return { visibilityTimeoutMs: leaseMs, reclaimIntervalMs: Math.max(250, Math.floor(leaseMs / 4)) };
+}
 
 /**
  * Builds the (unconnected) queue provider the settings choose. Providers are imported only when
  * chosen, so a server on RabbitMQ never loads the STOMP client and vice versa.
  */
-export async function createProvider(settings: Settings, logger: Logger): Promise<QueueProtocol> {
+export async function createProvider(
+  settings: Settings,
+  logger: Logger,
+  options: ProviderOptions = {},
+): Promise<QueueProtocol> {
   const providerLogger = logger.child({ component: `provider-${settings.provider}` });
   switch (settings.provider) {
     case "embedded": {
@@ -52,9 +72,14 @@ export async function createProvider(settings: Settings, logger: Logger): Promis
     }
     case "redis": {
       const { createRedisProvider } = await import("@factflow/infra-redis");
-      return createRedisProvider(settings.redis_url === undefined ? {} : { url: settings.redis_url }, {
-        logger: providerLogger,
-      });
+      return createRedisProvider(
+        {
+          ...(settings.redis_url === undefined ? {} : { url: settings.redis_url }),
+          ...(settings.redis_key_prefix === undefined ? {} : { keyPrefix: settings.redis_key_prefix }),
+          ...redisTimingOf(options.leaseMs ?? DEFAULT_LEASE_MS),
+        },
+        { logger: providerLogger },
+      );
     }
   }
 }

@@ -67,6 +67,17 @@ export const SettingsSchema = v.pipe(
         v.regex(/^rediss?:\/\//, "must start with redis:// or rediss:// (e.g. redis://127.0.0.1:6379)"),
       ),
     ),
+    /**
+     * Prefix of every Redis key the provider writes, so several deployments share one Redis
+     * database. Letters, digits and `_ . : -`. @default "factflow:"
+     */
+    redis_key_prefix: v.optional(
+      v.pipe(
+        v.string(),
+        v.trim(),
+        v.regex(/^[A-Za-z0-9_.:-]{1,100}$/, "must be at most 100 letters, digits, '_', '.', ':' or '-'"),
+      ),
+    ),
     artemis_password: v.optional(v.string()),
     /** Pulsar WebSocket API (the broker web service) when provider is pulsar. @default "ws://127.0.0.1:8080" */
     pulsar_url: v.optional(
@@ -193,6 +204,7 @@ const KEYS = [
   "artemis_user",
   "artemis_password",
   "redis_url",
+  "redis_key_prefix",
   "pulsar_url",
   "pulsar_admin_url",
   "pulsar_tenant",
@@ -218,6 +230,21 @@ const KEYS = [
   "config_max_bytes",
   "stall_after_s",
 ] as const;
+
+/** The environment variable of each setting: `FACTFLOW_` and the key in upper case. */
+export const SETTING_VARIABLES: readonly string[] = KEYS.map((key) => `FACTFLOW_${key.toUpperCase()}`);
+
+/**
+ * Variables read from the environment only, never from the settings file: where the file is, and
+ * the cluster settings (docs/deployment.md), which must match on every server of a cluster.
+ */
+export const ENVIRONMENT_ONLY_VARIABLES: readonly string[] = [
+  "FACTFLOW_SETTINGS_FILE",
+  "FACTFLOW_CLUSTER",
+  "FACTFLOW_NODE_ID",
+  "FACTFLOW_CLUSTER_LEASE_MS",
+  "FACTFLOW_CLUSTER_MAX_RUNNING",
+];
 
 const SECRET_KEYS = new Set<string>(["api_token", "artemis_password"]);
 const URL_KEYS = new Set<string>([

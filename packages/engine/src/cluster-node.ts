@@ -59,9 +59,11 @@ const JOIN_RETRY_MS = 15_000;
  * lease, joins every running execution as a competing consumer, stops the ones another server
  * ended, and takes over after a server whose lease expired. A dead server's unacknowledged
  * deliveries come back from the broker by themselves; what it took with it is lineage: adapter rows
- * left open and messages acknowledged whose closing write never committed. Once such an execution
- * holds open rows while the broker holds nothing for it (so no live server is working on them), the
- * taker closes the dead invocations and re-publishes the open messages, marked re-seeded.
+ * left open and messages acknowledged whose closing write never committed. From the lease expiry
+ * on, an adapter row left open beside a message that has settled since is closed at once (the
+ * message ran elsewhere). Once an execution holds open rows while the broker holds nothing for it
+ * (so no live server is working on them) for the settle time, the taker closes the remaining dead
+ * invocations and re-publishes the open messages, marked re-seeded.
  */
 export class ClusterNode {
   readonly nodeId: string;
@@ -199,6 +201,11 @@ export class ClusterNode {
   /** Re-publishes the open messages of an execution nothing works on any more. */
   async #recoverIfStuck(executionId: string, watch: Watch): Promise<void> {
     const { lineage, executions, queue, manager, service, logger } = this.#services;
+    // The dead server's lease has expired, so whatever it held unacknowledged has gone back to the
+    // broker: an invocation row it left open beside a message that settled since is closed at once,
+    // without waiting for the settle time (which only the re-publish below still needs).
+    if ((await service.closeInvocationsOfSettledMessages(executionId)) > 0)
+      manager.get(executionId)?.nudgeCompletion();
     await lineage.flush();
     const open = await lineage.countOpen(executionId);
     if (open === 0) {

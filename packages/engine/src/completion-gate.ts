@@ -9,8 +9,15 @@ export interface CompletionGateOptions {
   readonly logger: Logger;
   /** Called once, when the execution is complete. */
   readonly onComplete: () => void;
-  /** Safety-net poll while idle, in ms. @default 250 */
+  /**
+   * Safety-net poll, in ms: the first one after any activity. Each further poll without activity
+   * in between waits twice as long, up to `maxPollMs`, so a process that holds no work for the
+   * execution (a cluster server while others run it, or one waiting on a long retry) does not ask
+   * the database every 250 ms. @default 250
+   */
   readonly pollMs?: number;
+  /** Longest pause between two safety-net polls while nothing happens here, in ms. @default 2000 */
+  readonly maxPollMs?: number;
   /** Closes rows whose closing write was lost, once idle with open rows long enough. */
   readonly reconciler?: LineageReconciler;
   /**
@@ -42,6 +49,8 @@ export class CompletionGate {
   #closed = false;
   #started = false;
   #poll: NodeJS.Timeout | undefined;
+  /** Polls since the last activity: the next one waits `pollMs * 2^quietPolls` (capped). */
+  #quietPolls = 0;
   #seeded = false;
 
   constructor(options: CompletionGateOptions) {
@@ -54,19 +63,42 @@ export class CompletionGate {
     // Not unref'd: a running execution is work the process still has to finish. When the check at the
     // end of the last delivery saw a moment that was not quite idle (a lineage write still queued),
     // this poll is what completes the execution; unref'd, `factflow run` could exit first.
-    this.#poll = setInterval(() => this.trigger(), this.#options.pollMs ?? 250);
+    this.#schedule();
     this.trigger();
   }
 
   close(): void {
     this.#closed = true;
-    clearInterval(this.#poll);
+    clearTimeout(this.#poll);
   }
 
   /** A delivery started: any check in progress no longer describes "one moment". */
   activity(): void {
     this.#epoch++;
     this.#options.reconciler?.reset();
+    // Back to the short poll; rescheduled only on the first activity after quiet polls.
+    if (this.#quietPolls > 0 && !this.#closed && this.#started) {
+      this.#quietPolls = 0;
+      this.#schedule();
+    }
+  }
+
+  /** Something outside the deliveries changed lineage (a takeover closed rows): check now and soon. */
+  nudge(): void {
+    this.activity();
+    this.trigger();
+  }
+
+  #schedule(): void {
+    clearTimeout(this.#poll);
+    const base = this.#options.pollMs ?? 250;
+    const delay = Math.min(base * 2 ** this.#quietPolls, Math.max(base, this.#options.maxPollMs ?? 2000));
+    this.#poll = setTimeout(() => {
+      if (this.#closed) return;
+      this.#quietPolls = Math.min(this.#quietPolls + 1, 20);
+      this.trigger();
+      this.#schedule();
+    }, delay);
   }
 
   /** Something finished; check soon if everything looks idle. */

@@ -8,8 +8,9 @@ import type {
   Logger,
   PipelineConfig,
 } from "@factflow/protocols";
-import { isFactflowError, OPEN_LINEAGE_STATUSES, PipelineError } from "@factflow/protocols";
-import { DELIVERY_ABANDONED, ExecutionNotFoundError } from "./errors.js";
+import { isFactflowError, PipelineError } from "@factflow/protocols";
+import { abandonAdapterRows, invocationsOfSettledMessages, openRowsOf } from "./dead-invocations.js";
+import { ExecutionNotFoundError } from "./errors.js";
 import {
   type ExecutionEvent,
   ExecutionEventHub,
@@ -247,6 +248,22 @@ export class ExecutionService {
   }
 
   /**
+   * Cluster takeover, from the moment a dead server's lease expired: closes the adapter rows left
+   * open beside messages that have settled since (the broker redelivered them to a live server,
+   * which ran them). Safe while other servers work on the execution: a settled message has no live
+   * invocation. Returns how many it closed.
+   */
+  async closeInvocationsOfSettledMessages(executionId: string): Promise<number> {
+    const dead = await invocationsOfSettledMessages(this.#lineage, executionId);
+    if (dead.length === 0) return 0;
+    await abandonAdapterRows(this.#lineage, dead);
+    this.#logger.info(`closed ${dead.length} adapter rows a dead server left beside settled messages`, {
+      executionId,
+    });
+    return dead.length;
+  }
+
+  /**
    * A process killed mid-invocation never closes the invocation's adapter row, and a redelivery
    * runs under a new row id, so the stale row would stay open and block completion for ever. No
    * orchestrator of this execution runs here, so every open adapter row belongs to a dead
@@ -254,34 +271,9 @@ export class ExecutionService {
    */
   async #abandonOpenAdapterRows(executionId: string): Promise<void> {
     await this.#lineage.flush();
-    const stale: string[] = [];
-    for (const status of OPEN_LINEAGE_STATUSES) {
-      for (let offset = 0; ; offset += 10_000) {
-        const page = await this.#lineage.rows(executionId, {
-          kind: "adapter",
-          status,
-          offset,
-          limit: 10_000,
-        });
-        stale.push(...page.items.map((row) => row.id));
-        if (page.items.length < 10_000) break;
-      }
-    }
+    const stale = (await openRowsOf(this.#lineage, executionId, "adapter")).map((row) => row.id);
     if (stale.length === 0) return;
-    const finishedAt = new Date().toISOString();
-    for (const id of stale) {
-      this.#lineage.update(id, {
-        status: "abandoned",
-        error: {
-          class: DELIVERY_ABANDONED,
-          message: "the process running this invocation stopped; the broker redelivers the message",
-          retryable: true,
-          fatal: false,
-        },
-        finishedAt,
-      });
-    }
-    await this.#lineage.flush();
+    await abandonAdapterRows(this.#lineage, stale);
     this.#logger.info(`closed ${stale.length} adapter rows left open by a stopped process`, {
       executionId,
     });

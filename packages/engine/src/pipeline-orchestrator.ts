@@ -408,6 +408,11 @@ export class PipelineOrchestrator {
   settled = (messageId: string): boolean => this.#deliveries.settled(messageId) !== undefined;
 
   /** Marks messages re-published by a takeover: an original of one arriving here reads lineage first. */
+  /** Lineage of this execution changed outside its deliveries (cluster takeover): check completion now. */
+  nudgeCompletion(): void {
+    this.#gate?.nudge();
+  }
+
   markReseeded(messageIds: Iterable<string>): void {
     for (const id of messageIds) this.#reseeded.add(id);
   }

@@ -1,6 +1,7 @@
 import { openMemoryLineageDatabase } from "@factflow/lineage";
+import type { LineageProtocol } from "@factflow/protocols";
 import { silentLogger } from "@factflow/protocols";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { CompletionGate } from "../src/completion-gate.js";
 import { newId } from "../src/ids.js";
 import { messageRow } from "../src/lineage-rows.js";
@@ -51,5 +52,43 @@ describe("completion gate of a server that joined an execution", () => {
     await waitFor(() => completed > 0, "the execution to complete");
     expect(completed).toBe(1);
     gate.close();
+  });
+});
+
+describe("completion gate poll while nothing happens here", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("backs off from pollMs to maxPollMs without activity and returns to pollMs on activity", async () => {
+    vi.useFakeTimers();
+    let counts = 0;
+    // Rows stay open (another server works on the execution): every check asks the database.
+    const lineage = {
+      flush: async () => {},
+      countOpen: async () => {
+        counts++;
+        return 1;
+      },
+    } as unknown as LineageProtocol;
+    const gate = new CompletionGate({
+      executionId: newId(),
+      processors: [],
+      lineage,
+      logger: silentLogger,
+      pollMs: 250,
+      maxPollMs: 2000,
+      onComplete: () => undefined,
+    });
+    gate.start();
+    await vi.advanceTimersByTimeAsync(10_000);
+    // The start's check, then polls at 250, 750, 1750, 3750, 5750, 7750 and 9750 ms (a fixed
+    // 250 ms poll would have asked 41 times).
+    expect(counts).toBe(8);
+    gate.activity();
+    counts = 0;
+    await vi.advanceTimersByTimeAsync(250);
+    expect(counts).toBe(1);
+    gate.close();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(counts).toBe(1);
   });
 });

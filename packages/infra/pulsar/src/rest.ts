@@ -1,4 +1,5 @@
-import { ProviderError } from "@factflow/protocols";
+import { setTimeout as sleep } from "node:timers/promises";
+import { type Backoff, backoffDelayMs, ProviderError } from "@factflow/protocols";
 
 /** Where the admin REST API is and how long a call may take. */
 export interface RestOptions {
@@ -7,7 +8,17 @@ export interface RestOptions {
   readonly tenant: string;
   readonly namespace: string;
   readonly timeoutMs: number;
+  /**
+   * How long a subscription change answered with 412 "Subscription Busy" is retried, in ms. The
+   * broker answers so while it cannot fence a subscription's consumers: one being created by another
+   * process at the same moment, or consumers of a killed process the broker still counts as
+   * connected (until its keep-alive notices). @default 30000
+   */
+  readonly busyRetryMs?: number;
 }
+
+/** Backoff between retries of a busy subscription change. */
+const BUSY_BACKOFF: Backoff = { initialDelayMs: 100, maxDelayMs: 2000, jitter: 0.2 };
 
 /** Figures of one subscription, from the topic stats. */
 export interface SubscriptionFigures {
@@ -58,6 +69,23 @@ export class PulsarRest {
     }
   }
 
+  /**
+   * {@link call} for subscription and topic changes: a 412 whose reason says the subscription is
+   * busy is retried with backoff for at most `busyRetryMs`; the last answer is returned.
+   */
+  private async callUnlessBusy(method: string, url: string, what: string, body?: string): Promise<Response> {
+    const deadline = Date.now() + (this.options.busyRetryMs ?? 30_000);
+    for (let retry = 1; ; retry++) {
+      const response = await this.call(method, url, what, body);
+      if (response.status !== 412) return response;
+      const text = await response.text().catch(() => "");
+      const delay = backoffDelayMs(BUSY_BACKOFF, retry);
+      if (!/busy/i.test(text) || Date.now() + delay > deadline)
+        return new Response(text, { status: response.status, statusText: response.statusText });
+      await sleep(delay);
+    }
+  }
+
   private async fail(response: Response, what: string): Promise<never> {
     const text = (await response.text().catch(() => "")).slice(0, 300);
     const reason =
@@ -99,7 +127,7 @@ export class PulsarRest {
    */
   async createSubscription(topic: string, subscription: string, from: "earliest" | "latest"): Promise<void> {
     const what = `creating subscription "${subscription}" on topic "${topic}"`;
-    const response = await this.call(
+    const response = await this.callUnlessBusy(
       "PUT",
       `${this.topicPath(topic)}/subscription/${encodeURIComponent(subscription)}`,
       what,
@@ -166,7 +194,7 @@ export class PulsarRest {
   /** Deletes a topic with its subscriptions (forcing producers and consumers off). False when it did not exist. */
   async deleteTopic(topic: string): Promise<boolean> {
     const what = `deleting topic "${topic}"`;
-    const response = await this.call("DELETE", `${this.topicPath(topic)}?force=true`, what);
+    const response = await this.callUnlessBusy("DELETE", `${this.topicPath(topic)}?force=true`, what);
     if (response.status === 404) {
       await response.body?.cancel();
       return false;
@@ -179,7 +207,7 @@ export class PulsarRest {
   /** Deletes one subscription of a topic (forcing its consumers off). False when it did not exist. */
   async deleteSubscription(topic: string, subscription: string): Promise<boolean> {
     const what = `deleting subscription "${subscription}" of topic "${topic}"`;
-    const response = await this.call(
+    const response = await this.callUnlessBusy(
       "DELETE",
       `${this.topicPath(topic)}/subscription/${encodeURIComponent(subscription)}?force=true`,
       what,

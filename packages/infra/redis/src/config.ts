@@ -44,6 +44,12 @@ export const RedisConfigSchema = v.strictObject({
     v.pipe(v.number(), v.integer(), v.minValue(300), v.maxValue(3_600_000)),
     30_000,
   ),
+  /**
+   * How often each subscription looks for entries idle past the visibility timeout, in ms. A dead
+   * consumer's entries move after the visibility timeout plus up to this. @default half the
+   * visibility timeout
+   */
+  reclaimIntervalMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(100), v.maxValue(3_600_000))),
   /** How long one blocking `XREADGROUP` waits for new entries before it is issued again, in ms. @default 2000 */
   blockMs: v.optional(positiveInt(60_000), 2_000),
   /**

@@ -139,9 +139,12 @@ export class RedisSubscription implements Subscription {
     this.reader = reader;
     await reader.connect();
     this.loopDone = this.loop(reader);
-    const { visibilityTimeoutMs } = this.deps.config;
+    const { visibilityTimeoutMs, reclaimIntervalMs } = this.deps.config;
     this.heartbeatTimer = setInterval(() => void this.heartbeat(), Math.max(100, visibilityTimeoutMs / 3));
-    this.reclaimTimer = setInterval(() => void this.reclaim(), Math.max(250, visibilityTimeoutMs / 2));
+    this.reclaimTimer = setInterval(
+      () => void this.reclaim(),
+      reclaimIntervalMs ?? Math.max(250, visibilityTimeoutMs / 2),
+    );
     this.deps.pump.start();
     // Entries a dead consumer left behind are taken over from the start, not after the first tick.
     void this.reclaim();

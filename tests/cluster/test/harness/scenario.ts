@@ -12,7 +12,20 @@ import {
   sinkLines,
   writePipeline,
 } from "./pipeline.js";
-import { ARTEMIS_URL, RABBITMQ_URL, rabbitQueues } from "./services.js";
+import {
+  ARTEMIS_URL,
+  dropRedisPrefix,
+  PULSAR_ADMIN_URL,
+  PULSAR_WS_URL,
+  pulsarLeftovers,
+  RABBITMQ_URL,
+  REDIS_URL,
+  rabbitQueues,
+  redisLeftovers,
+} from "./services.js";
+
+/** The cluster lease the servers run with (shorter than the default 10 s: the takeover comes sooner). */
+export const LEASE_MS = 5000;
 
 /** Generous: the machine may be busy. Nothing asserts an upper bound on time. */
 const END_DEADLINE_MS = 300_000;
@@ -20,7 +33,7 @@ const PROGRESS_DEADLINE_MS = 180_000;
 
 export interface ClusterScenario {
   readonly name: string;
-  readonly provider: "rabbitmq" | "artemis";
+  readonly provider: "rabbitmq" | "artemis" | "redis" | "pulsar";
   readonly databaseUrl: string;
   readonly servers: number;
   readonly executions: number;
@@ -38,8 +51,14 @@ export interface ClusterResult {
   readonly sseTerminal: string[][];
   readonly killedAt: number | undefined;
   readonly endedMs: number;
-  /** Messages left (ready or unacked) in the executions' RabbitMQ queues; undefined elsewhere. */
+  /**
+   * Messages left in the executions' queues, asked of the broker itself: ready or unacked on
+   * RabbitMQ, stream entries under the scenario's key prefix on Redis, subscription backlogs on
+   * Pulsar; undefined on Artemis (no broker-side count is read there).
+   */
   readonly leftovers: number | undefined;
+  /** From the `kill -9` to the last execution's `finishedAt`; undefined without a kill. */
+  readonly killToLastCompletionMs: number | undefined;
   /** Takeovers the servers logged ("took over after a server whose lease expired"). */
   readonly takeovers: number;
   /** Messages the takers re-published (left open by the dead server). */
@@ -55,7 +74,7 @@ export interface ClusterResult {
 export function summaryLine(r: ClusterResult, s: ClusterScenario): string {
   const completed = r.statuses.completed ?? 0;
   const sseOk = r.sseTerminal.filter((t) => t.length === 1 && t[0] === "completed").length;
-  return `[cluster] ${r.name}: executions ${s.executions} completed ${completed}, items ${s.executions * s.items}, lost ${r.sink.lost}, duplicates ${r.sink.duplicates} (bound ${r.bound}), unexpected ${r.sink.unexpected}, one SSE completed on another server ${sseOk}/${r.sseTerminal.length}, ${r.killedAt === undefined ? "no kill" : `server killed -9 at ${r.killedAt} sink lines`}, queue leftovers ${r.leftovers ?? "n/a"}, takeovers ${r.takeovers}, re-published ${r.republished}, queue definition on ${r.definitionsAgree}/${r.servers} servers, ended in ${r.endedMs} ms`;
+  return `[cluster] ${r.name}: executions ${s.executions} completed ${completed}, items ${s.executions * s.items}, lost ${r.sink.lost}, duplicates ${r.sink.duplicates} (bound ${r.bound}), unexpected ${r.sink.unexpected}, one SSE completed on another server ${sseOk}/${r.sseTerminal.length}, ${r.killedAt === undefined ? "no kill" : `server killed -9 at ${r.killedAt} sink lines`}, queue leftovers ${r.leftovers ?? "n/a"}, ${r.killToLastCompletionMs === undefined ? "" : `kill to last completion ${r.killToLastCompletionMs} ms (lease ${LEASE_MS} ms), `}takeovers ${r.takeovers}, re-published ${r.republished}, queue definition on ${r.definitionsAgree}/${r.servers} servers, ended in ${r.endedMs} ms`;
 }
 
 interface Server {
@@ -94,6 +113,8 @@ async function watchEvents(base: string, id: string, signal: AbortSignal): Promi
 export async function runClusterScenario(scenario: ClusterScenario): Promise<ClusterResult> {
   const dir = mkdtempSync(join(tmpdir(), `factflow-cluster-${scenario.name.replace(/[^a-z0-9]+/gi, "-")}-`));
   const configDir = join(dir, "configs");
+  // Redis keys of this scenario only, so other runs on the same Redis never meet them.
+  const redisPrefix = `ffcluster-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}:`;
   const sinkFile = join(dir, "sink.lines");
   writePipeline(configDir, sinkFile);
   const envOf = (index: number): Record<string, string> => ({
@@ -101,11 +122,8 @@ export async function runClusterScenario(scenario: ClusterScenario): Promise<Clu
     FACTFLOW_CONFIG_DIR: configDir,
     FACTFLOW_PROVIDER: scenario.provider,
     FACTFLOW_DATABASE_URL: scenario.databaseUrl,
-    // A shorter lease than the default 10 s, so the takeover after the kill comes sooner.
-    FACTFLOW_CLUSTER_LEASE_MS: "5000",
-    ...(scenario.provider === "rabbitmq"
-      ? { FACTFLOW_RABBITMQ_URL: RABBITMQ_URL }
-      : { FACTFLOW_ARTEMIS_URL: ARTEMIS_URL }),
+    FACTFLOW_CLUSTER_LEASE_MS: String(LEASE_MS),
+    ...providerEnv(scenario.provider, redisPrefix),
   });
   const servers: Server[] = [];
   /** Servers replaced by a restart (their output is still read). */
@@ -175,6 +193,7 @@ export async function runClusterScenario(scenario: ClusterScenario): Promise<Clu
     });
 
     let killedAt: number | undefined;
+    let killedAtMs: number | undefined;
     let ready = Date.now();
     if (scenario.killAt !== undefined) {
       const victim = servers[killed] as Server;
@@ -188,6 +207,7 @@ export async function runClusterScenario(scenario: ClusterScenario): Promise<Clu
         await sleep(5);
       }
       killedAt = sinkLines(sinkFile);
+      killedAtMs = Date.now();
       await victim.process.kill9();
       // "Restarted later": the others carry on alone for a while first.
       await sleep(3000);
@@ -199,12 +219,15 @@ export async function runClusterScenario(scenario: ClusterScenario): Promise<Clu
 
     const main = servers[0] as Server;
     const statuses: Record<string, number> = {};
+    let lastFinished = 0;
     const waitStart = Date.now();
     for (const id of ids) {
       for (;;) {
         const execution = await api(main.base, "GET", `/api/v1/executions/${id}`);
         if (execution.status !== "running") {
           statuses[execution.status] = (statuses[execution.status] ?? 0) + 1;
+          if (typeof execution.finished_at === "string")
+            lastFinished = Math.max(lastFinished, Date.parse(execution.finished_at));
           break;
         }
         if (Date.now() - waitStart > END_DEADLINE_MS)
@@ -222,8 +245,8 @@ export async function runClusterScenario(scenario: ClusterScenario): Promise<Clu
       }),
     ]);
     let leftovers: number | undefined;
+    if (scenario.provider !== "artemis") await sleep(2000);
     if (scenario.provider === "rabbitmq") {
-      await sleep(2000);
       leftovers = 0;
       for (const id of ids) {
         const queues = await rabbitQueues(`${id}:`);
@@ -233,6 +256,10 @@ export async function runClusterScenario(scenario: ClusterScenario): Promise<Clu
         }
         for (const q of queues) leftovers += q.messages + q.unacked;
       }
+    } else if (scenario.provider === "redis") {
+      leftovers = await redisLeftovers(redisPrefix);
+    } else if (scenario.provider === "pulsar") {
+      leftovers = await pulsarLeftovers(ids);
     }
     const logs = [...retired, ...servers].map((s) => s.process.stderr() + s.process.stdout()).join("\n");
     const result: ClusterResult = {
@@ -249,6 +276,8 @@ export async function runClusterScenario(scenario: ClusterScenario): Promise<Clu
       killedAt,
       endedMs,
       leftovers,
+      killToLastCompletionMs:
+        killedAtMs === undefined || lastFinished === 0 ? undefined : lastFinished - killedAtMs,
       definitionsAgree,
       servers: servers.length,
       dir,
@@ -268,9 +297,29 @@ export async function runClusterScenario(scenario: ClusterScenario): Promise<Clu
     throw new Error(`[cluster] ${scenario.name} failed: ${(error as Error).message}\n${diagnostics}`);
   } finally {
     watchers.abort();
+    if (scenario.provider === "redis") await dropRedisPrefix(redisPrefix);
   }
 }
 
+/** The provider settings every server of a scenario gets. */
+function providerEnv(provider: ClusterScenario["provider"], redisPrefix: string): Record<string, string> {
+  switch (provider) {
+    case "rabbitmq":
+      return { FACTFLOW_RABBITMQ_URL: RABBITMQ_URL };
+    case "artemis":
+      return { FACTFLOW_ARTEMIS_URL: ARTEMIS_URL };
+    case "redis":
+      return { FACTFLOW_REDIS_URL: REDIS_URL, FACTFLOW_REDIS_KEY_PREFIX: redisPrefix };
+    case "pulsar":
+      return { FACTFLOW_PULSAR_URL: PULSAR_WS_URL, FACTFLOW_PULSAR_ADMIN_URL: PULSAR_ADMIN_URL };
+  }
+}
+
+/** Removes a passed scenario's directory, unless `FACTFLOW_CLUSTER_KEEP_DIR=1` (its logs are written). */
 export function cleanUp(result: ClusterResult): void {
+  if (process.env.FACTFLOW_CLUSTER_KEEP_DIR === "1") {
+    console.log(`[cluster] kept ${result.dir}`);
+    return;
+  }
   rmSync(result.dir, { recursive: true, force: true });
 }
