@@ -247,19 +247,77 @@ describe.skipIf(missing !== undefined)("what an operator reaches for, in Chromiu
     await finished(paced);
   });
 
-  it("orders executions oldest first, and shows times with their zone and how long ago", async () => {
+  it("sorts executions by start, duration and status, limits them to a time range, and shows times with their zone", async () => {
     const { page } = b;
-    const all = (await server.call("GET", "/executions?limit=50")).body.items as { id: string }[];
-    await page.goto(`${server.base}/ui/#/executions`);
+    // One more execution, cancelled, so the statuses differ.
+    const cancelled = (
+      await server.call("POST", "/executions", { config: "paced", input: { items: [...Array(400).keys()] } })
+    ).body.id as string;
+    await server.call("POST", `/executions/${cancelled}/cancel`);
+    await finished(cancelled);
+    const api = async (q: string) =>
+      ((await server.call("GET", `/executions?limit=25${q}`)).body.items as { id: string }[]).map(
+        (e) => e.id,
+      );
     const ids = () =>
       page
         .locator("[data-testid=executions-table] tbody tr")
         .evaluateAll((r) => r.map((e) => e.getAttribute("data-execution-id")));
-    await expect.poll(ids).toEqual(all.map((e) => e.id));
+    await page.goto(`${server.base}/ui/#/executions`);
+    await expect.poll(ids).toEqual(await api(""));
     await page.getByTestId("sort-started").click();
-    await expect.poll(ids).toEqual(all.map((e) => e.id).reverse());
-    expect(page.url()).toContain("order=oldest");
+    await expect.poll(ids).toEqual(await api("&order=asc"));
+    expect(page.url()).toContain("order=asc");
+    // Links made before other sorts existed still read as oldest first.
+    await page.goto(`${server.base}/ui/#/executions?order=oldest`);
+    await expect.poll(ids).toEqual(await api("&order=asc"));
+
+    await page.getByTestId("sort-duration").click();
+    expect(page.url()).toContain("sort=duration");
+    await expect.poll(ids).toEqual(await api("&sort=duration&order=desc"));
+    expect(await page.locator("th[aria-sort=descending]").textContent()).toContain("longest first");
+    await page.getByTestId("sort-duration").click();
+    await expect.poll(ids).toEqual(await api("&sort=duration&order=asc"));
+    await page.getByTestId("sort-status").click();
+    await expect.poll(ids).toEqual(await api("&sort=status&order=asc"));
+    expect(
+      await page.locator("[data-testid=executions-table] tbody tr").first().getAttribute("data-status"),
+    ).not.toBe("completed");
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // A range in the URL is the API's range; the inputs show it in local time and change it.
+    const all = (await server.call("GET", "/executions?order=asc&limit=25")).body.items as {
+      id: string;
+      created_at: string;
+    }[];
+    const second = all[1]?.created_at as string;
+    const last = all.at(-1)?.created_at as string;
+    await page.goto(
+      `${server.base}/ui/#/executions?from=${encodeURIComponent(second)}&to=${encodeURIComponent(last)}`,
+    );
+    const ranged = await api(`&from=${encodeURIComponent(second)}&to=${encodeURIComponent(last)}`);
+    expect(ranged.length).toBe(all.length - 2);
+    await expect.poll(ids).toEqual(ranged);
+    expect(await page.getByTestId("filter-from").inputValue()).toBe(
+      await page.evaluate((iso) => {
+        const d = new Date(iso);
+        const pad = (n: number) => String(n).padStart(2, "0");
+        return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+      }, second),
+    );
+    await page.getByTestId("clear-range").click();
+    await expect.poll(ids).toEqual(await api(""));
+    await page.getByTestId("filter-from").fill("2100-01-01T00:00");
+    await expect
+      .poll(() => page.url())
+      .toContain(
+        `from=${encodeURIComponent(await page.evaluate(() => new Date("2100-01-01T00:00").toISOString()))}`,
+      );
+    await expect.poll(ids).toEqual([]);
+    await page.getByTestId("clear-range").click();
+
     const started = page.locator("[data-testid=executions-table] tbody tr time").first();
+    await started.waitFor();
     expect(await started.getAttribute("datetime")).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(await started.textContent()).toMatch(/(UTC|GMT[+-]?\d*).*ago/);
   });

@@ -195,6 +195,43 @@ describe("executions", () => {
     expect(await sectionsInArtefacts(ctx.server, id)).toBe(12);
   });
 
+  it("sorts executions by duration and status and limits them to a start range", async () => {
+    const first = await runDocsIngest();
+    await waitFor(
+      async () =>
+        (await call(base, "GET", `/api/v1/executions/${first}`)).body.status === "running" ? undefined : true,
+      120_000,
+      "the execution to end",
+    );
+    const all = (await call(base, "GET", "/api/v1/executions?limit=500")).body.items as {
+      id: string;
+      status: string;
+      created_at: string;
+      finished_at: string | null;
+    }[];
+    const ms = (e: (typeof all)[number]) =>
+      Date.parse(e.finished_at ?? new Date().toISOString()) - Date.parse(e.created_at);
+    const byDuration = (await call(base, "GET", "/api/v1/executions?sort=duration&order=asc&limit=500")).body;
+    expect(byDuration.total).toBe(all.length);
+    const durations = (byDuration.items as typeof all).map(ms);
+    expect(durations).toEqual([...durations].sort((a, b) => a - b));
+    const rank = ["running", "failed", "cancelled", "completed"];
+    const byStatus = (await call(base, "GET", "/api/v1/executions?sort=status&order=asc&limit=500")).body;
+    const ranks = (byStatus.items as typeof all).map((e) => rank.indexOf(e.status));
+    expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
+
+    const created = all.find((e) => e.id === first)?.created_at as string;
+    const from = await call(base, "GET", `/api/v1/executions?from=${encodeURIComponent(created)}&order=asc`);
+    expect(from.body.items[0].id).toBe(first);
+    const before = await call(base, "GET", `/api/v1/executions?to=${encodeURIComponent(created)}&limit=500`);
+    expect(before.body.items.map((e: { id: string }) => e.id)).not.toContain(first);
+    expect(before.body.total + from.body.total).toBe(all.length);
+    for (const bad of ["from=yesterday", "to=2026-01-01T00:00:00", "sort=name", "order=up"]) {
+      const refused = await call(base, "GET", `/api/v1/executions?${bad}`);
+      expect(refused.status).toBe(400);
+    }
+  });
+
   it("pages and filters lineage, and returns the tree of one message", async () => {
     const page = await call(base, "GET", `/api/v1/executions/${id}/lineage?limit=5`);
     expect(page.body.items).toHaveLength(5);
