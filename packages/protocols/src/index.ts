@@ -97,6 +97,7 @@ export type {
   DestinationInfo,
   DestinationStats,
   DurabilityCounters,
+  PurgeDestinationResult,
   QueueAdminProtocol,
 } from "./queue-admin.js";
 export type {

@@ -11,6 +11,7 @@ import { registerNeverSettles } from "./groups/never-settles.js";
 import { registerOrderedGroups } from "./groups/ordered-groups.js";
 import { registerOrdering } from "./groups/ordering.js";
 import { registerPauseResume } from "./groups/pause-resume.js";
+import { registerPurge } from "./groups/purge.js";
 import { registerQueues } from "./groups/queues.js";
 import { registerReleasedSignals } from "./groups/released-signals.js";
 import { registerRetry } from "./groups/retry.js";
@@ -108,6 +109,7 @@ function registerGroups(resolved: ResolvedOptions, report: SuiteReport): void {
   describe("topic failure", () => registerTopicFailure(env));
   describe("dead letters", () => registerDeadLetters(env));
   describe("cleanup", () => registerCleanup(env));
+  describe("purge", () => registerPurge(env));
   describe("stats", () => registerStats(env));
   describe("ordering", () => registerOrdering(env));
   describe("ordered groups", () => registerOrderedGroups(env));
