@@ -156,6 +156,30 @@ describe("executions", () => {
     expect(cancelled.body).toMatchObject({ status: "cancelled", cancelled: true });
   });
 
+  it("purges a queue: refused (409) while its execution runs unless forced, allowed once it is over", async () => {
+    if ((await call(base, "GET", "/api/v1/configs/slow")).status === 404)
+      await call(base, "POST", "/api/v1/configs/slow/versions", { source: SLOW_CONFIG });
+    const slow = await call(base, "POST", "/api/v1/executions", { config: "slow" });
+    expect(slow.status).toBe(201);
+    const destination = `/queue/${slow.body.id}/slow.in`;
+    const refused = await call(base, "POST", "/api/v1/queues/purge", { destination });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("execution_running");
+    expect(refused.body.error.message).toContain("force");
+    const forced = await call(base, "POST", "/api/v1/queues/purge", { destination, force: true });
+    expect(forced.status).toBe(200);
+    expect(forced.body).toMatchObject({ destination, purged: expect.any(Number) });
+    await call(base, "POST", `/api/v1/executions/${slow.body.id}/cancel`);
+    const after = await call(base, "POST", "/api/v1/queues/purge", { destination });
+    expect(after.status).toBe(200);
+    const unknown = await call(base, "POST", "/api/v1/queues/purge", {
+      destination: "/queue/never-used-here",
+    });
+    expect(unknown.body).toMatchObject({ purged: 0, reason: expect.any(String) });
+    const bad = await call(base, "POST", "/api/v1/queues/purge", { destination: "nowhere" });
+    expect(bad.status).toBe(400);
+  });
+
   it("runs the example and streams its events to completion over SSE", async () => {
     id = await runDocsIngest();
     const events = await readSse(`${base}/api/v1/executions/${id}/events`);
