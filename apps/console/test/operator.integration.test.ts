@@ -211,13 +211,45 @@ describe.skipIf(missing !== undefined)("what an operator reaches for, in Chromiu
     await queueRow.getByTestId("purge").click();
     await expect
       .poll(() => page.getByTestId("confirm-purge").textContent())
-      .toContain("the 2 messages waiting");
+      .toContain("2 → 0 waiting messages");
+    expect(await seriousViolations(page)).toEqual([]);
     await page.getByTestId("confirm-purge-yes").click();
     await expect
       .poll(() => page.getByTestId("purge-outcome").textContent())
-      .toContain(`purged ${destination}`);
+      .toContain(`purged 2 messages from ${destination}`);
     expect(await depth()).toBe(0);
+    // Purged in place: the queue is still there, and its dead letters are kept.
+    expect(
+      (await server.call("GET", "/queues")).body.items.map((d: { destination: string }) => d.destination),
+    ).toContain(destination);
     expect(await count()).toBe(before - 2 - onPage);
+  });
+
+  it("refuses to purge the queue of a running execution until the operator says purge anyway", async () => {
+    const { page } = b;
+    const id = (
+      await server.call("POST", "/executions", { config: "paced", input: { items: [...Array(800).keys()] } })
+    ).body.id as string;
+    const destination = `/queue/${id}/paced.items`;
+    const depth = async () =>
+      (await server.call("GET", `/queues/stats?destination=${encodeURIComponent(destination)}`)).body
+        .depth as number;
+    await page.goto(`${server.base}/ui/#/system`);
+    const queueRow = page.locator(`tr[data-destination="${destination}"]`);
+    await queueRow.getByTestId("purge").click();
+    await expect.poll(() => page.getByTestId("confirm-purge").textContent()).toContain("waiting messages");
+    await page.getByTestId("confirm-purge-yes").click();
+    const refused = page.getByTestId("purge-refused");
+    await expect.poll(() => refused.textContent()).toContain("is running");
+    expect(await depth()).toBeGreaterThan(0);
+    expect(await seriousViolations(page)).toEqual([]);
+    await b.shot("16-purge-refused");
+    await page.getByTestId("purge-force").click();
+    await expect
+      .poll(() => page.getByTestId("purge-outcome").textContent())
+      .toMatch(/purged \d+ messages? from/);
+    await server.call("POST", `/executions/${id}/cancel`);
+    await finished(id);
   });
 
   it("charts queue depths and counter rates on the system page, and each route's rate from the event stream", async () => {
