@@ -142,7 +142,14 @@ export function QueuesTable() {
                 </td>
                 <td class="actions">
                   {d.kind === "queue" ? (
-                    <button type="button" data-testid="purge" onClick={() => setPurging(d.destination)}>
+                    <button
+                      type="button"
+                      data-testid="purge"
+                      onClick={() => {
+                        setOutcome(undefined);
+                        setPurging(d.destination);
+                      }}
+                    >
                       purge…
                     </button>
                   ) : null}
