@@ -354,6 +354,46 @@ describe.skipIf(missing !== undefined)("what an operator reaches for, in Chromiu
     expect(await started.textContent()).toMatch(/(UTC|GMT[+-]?\d*).*ago/);
   });
 
+  it("shows a lineage row's error stack when the API has one, capped, with copy", async () => {
+    const { page } = b;
+    // Lineage keeps a stack only for a thrown Error (the example's adapters report theirs): the API's
+    // answer is given one here, 30,000 characters long, to check the view and its cut.
+    const rows = (
+      await server.call("GET", `/executions/${done}/lineage?route=enrich&status=failed&limit=500`)
+    ).body.items as Row[];
+    const index = rows.findIndex((r) => r.kind === "adapter" && r.error !== null);
+    const stack = `Error: boom\n${"    at handler (/srv/adapter.js:1:1)\n".repeat(800)}`.slice(0, 30_000);
+    await page.route(`**/api/v1/executions/${done}/lineage?*`, async (route) => {
+      const response = await route.fetch();
+      const body = await response.json();
+      for (const item of body.items as Row[]) {
+        if (item.id === rows[index]?.id) (item.error as { stack?: string }).stack = stack;
+      }
+      await route.fulfill({ response, json: body });
+    });
+    try {
+      await page.goto(`${server.base}/ui/#/executions/${done}/lineage?route=enrich&status=failed`);
+      await page.locator(".vtable-row [data-testid=row-details]").first().waitFor();
+      await page.locator(".vtable-body").evaluate((el, i) => {
+        el.scrollTop = Math.max(0, i * 28 - 56);
+      }, index);
+      await page.locator(`.vtable-row[data-index="${index}"] [data-testid=row-details]`).click();
+      const shown = page.getByTestId("row-stack");
+      await shown.waitFor();
+      expect(await shown.getAttribute("data-size")).toBe(String(Buffer.byteLength(stack)));
+      expect(await shown.getAttribute("data-cut")).toBe("true");
+      expect(await shown.locator("pre").textContent()).toBe(stack.slice(0, 20_000));
+      await shown.getByTestId("show-all").click();
+      await expect.poll(() => shown.locator("pre").textContent()).toBe(stack);
+      await shown.getByTestId("copy-payload").click();
+      await expect.poll(() => shown.locator(".copy-state").textContent()).toContain("copied");
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(stack);
+      expect(await seriousViolations(page)).toEqual([]);
+    } finally {
+      await page.unroute(`**/api/v1/executions/${done}/lineage?*`);
+    }
+  });
+
   it("follows the system's dark preference and stays readable there", async () => {
     const { page } = b;
     await page.emulateMedia({ colorScheme: "dark" });
