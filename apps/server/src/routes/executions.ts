@@ -24,6 +24,13 @@ const ListQuery = v.object({
   ),
   config: v.optional(v.string()),
   parent: v.optional(v.string()),
+  sort: v.optional(
+    v.picklist(["started", "duration", "status"], "must be started, duration or status"),
+    "started",
+  ),
+  order: v.optional(v.picklist(["asc", "desc"], "must be asc or desc"), "desc"),
+  from: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 instant with a zone"))),
+  to: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 instant with a zone"))),
   ...PagingQuery,
 });
 
@@ -160,6 +167,10 @@ export function executionRoutes(rt: FactflowRuntime) {
         ...(q.status === undefined ? {} : { status: q.status }),
         ...(q.config === undefined ? {} : { configName: q.config }),
         ...(q.parent === undefined ? {} : { parentExecutionId: q.parent }),
+        ...(q.from === undefined ? {} : { startedFrom: q.from }),
+        ...(q.to === undefined ? {} : { startedTo: q.to }),
+        sort: q.sort,
+        direction: q.order,
         offset: q.offset,
         limit: q.limit,
         includeInput: false,
