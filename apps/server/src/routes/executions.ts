@@ -1,11 +1,10 @@
 import { FactflowError, type JsonValue } from "@factflow/protocols";
+import { type FactflowRuntime, stallJson } from "@factflow/runtime";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import * as v from "valibot";
 import { PagingQuery, readJson, readQuery } from "../http-input.js";
-import type { FactflowRuntime } from "../runtime.js";
 import { executionJson, inputJson, lineageJson, routeCountsJson } from "../serialize.js";
-import { stallJson } from "../stall.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody, queryParams } from "./typed-input.js";
 

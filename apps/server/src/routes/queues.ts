@@ -1,12 +1,11 @@
 import type { DeadLetter, DeadLetterSource } from "@factflow/protocols";
 import { FactflowError, parseDestination, QueueDefinitionSchema } from "@factflow/protocols";
+import { type FactflowRuntime, queueDefinitionStoreFor } from "@factflow/runtime";
 import { Hono } from "hono";
 import * as v from "valibot";
 import { HttpProblem } from "../http-errors.js";
 import { PagingQuery, readJson, readQuery } from "../http-input.js";
 import { assertPurgeAllowed, assertRedriveAllowed, executionOfDestination } from "../redrive-guard.js";
-import type { FactflowRuntime } from "../runtime.js";
-import { queueDefinitionStoreFor } from "./queue-definition-store.js";
 import { namedQueueStatus } from "./queue-status.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody, queryParams } from "./typed-input.js";
