@@ -29,7 +29,7 @@
 /** Workspace package folders: `packages/<x>`, `packages/infra/<x>`, `apps/<x>`. */
 const PACKAGE_DIR = "packages/infra/[^/]+|packages/[^/]+|apps/[^/]+";
 /** The folders under packages/ that have rules below (`infra` covers every provider, present or future). */
-const KNOWN_PACKAGES = "protocols|provider-kit|engine|lineage|storage|adapters|infra";
+const KNOWN_PACKAGES = "protocols|provider-kit|engine|lineage|storage|adapters|runtime|infra";
 /** A target inside the workspace: resolved into a workspace folder, or an unresolved `@factflow/` name. */
 const WORKSPACE_TARGET = "^(packages|apps|bench|examples)/|^@factflow/";
 /** A target outside the workspace (third-party); node builtins are excluded by dependencyTypesNot. */
@@ -263,15 +263,30 @@ module.exports = {
       name: "database-libraries-only-in-lineage",
       comment: "kysely/postgres/PGlite belong to packages/lineage (the apps compose it).",
       severity: "error",
-      from: { path: "^packages/(protocols|provider-kit|engine|storage|adapters)/src/" },
+      from: { path: "^packages/(protocols|provider-kit|engine|storage|adapters|runtime)/src/" },
       to: { path: npm(DATABASE_LIBS) },
     },
     {
       name: "broker-clients-only-in-providers",
       comment: "Broker clients belong to their provider under packages/infra/.",
       severity: "error",
-      from: { path: "^packages/(protocols|provider-kit|engine|lineage|storage|adapters)/src/" },
+      from: { path: "^packages/(protocols|provider-kit|engine|lineage|storage|adapters|runtime)/src/" },
       to: { path: npm(BROKER_CLIENTS) },
+    },
+    // ---- runtime: the composition root shared by the apps; never an app ---------------------------
+    {
+      name: "runtime-imports-no-app",
+      comment:
+        "packages/runtime composes the engine with providers, lineage and storage; it imports engine, " +
+        "lineage, storage, adapters, protocols, provider-kit and the providers (packages/infra/*), never " +
+        "apps/ (docs/architecture.md).",
+      severity: "error",
+      from: { path: "^packages/runtime/src/" },
+      to: {
+        path: WORKSPACE_TARGET,
+        pathNot:
+          "^packages/(runtime|engine|lineage|storage|adapters|protocols|provider-kit|infra/(?!testkit/)[^/]+)/|^@factflow/(runtime|engine|lineage|storage|adapters|protocols|provider-kit|infra-(?!testkit$)[^/]+)$",
+      },
     },
   ],
   options: {

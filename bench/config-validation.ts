@@ -16,7 +16,8 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { silentLogger } from "@factflow/protocols";
-import { loadSettings, startServer } from "@factflow/server";
+import { loadSettings } from "@factflow/runtime";
+import { startServer } from "@factflow/server";
 import { percentile } from "./_stats.js";
 
 function routes(n: number, cycle: boolean): string {

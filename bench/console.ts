@@ -18,7 +18,8 @@ import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { silentLogger } from "@factflow/protocols";
-import { loadSettings, startServer } from "@factflow/server";
+import { loadSettings } from "@factflow/runtime";
+import { startServer } from "@factflow/server";
 import { chromium, type Page } from "playwright-core";
 import { percentile } from "./_stats.js";
 

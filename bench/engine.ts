@@ -38,6 +38,24 @@ const WORK_CONCURRENCY = 8;
 const WORK_PREFETCH = 32;
 const BATCH = 100;
 
+/** split → json_transform → batch: one message fans out to N, relayed, then collected. */
+export const BENCH_PIPELINE = `
+name: bench
+init: { route: split }
+routes:
+  split:
+    inbound: { queue: split.in }
+    adapters: [{ type: split, config: { field: items, as: item } }]
+    outbound: [work.in]
+  work:
+    inbound: { queue: work.in, concurrency: ${WORK_CONCURRENCY}, prefetch: ${WORK_PREFETCH} }
+    adapters: [{ type: json_transform, config: { set: { seen: true } } }]
+    outbound: [collect.in]
+  collect:
+    inbound: { queue: collect.in }
+    adapters: [{ type: batch, config: { size: ${BATCH}, timeout_ms: 1000 } }]
+`;
+
 /** Artefacts are not part of this pipeline; the engine still needs a StorageProtocol. */
 const noStorage: StorageProtocol = {
   put: async (key) => ({ key, contentType: "", size: 0, sha256: "", createdAt: "" }) as ArtefactSidecar,
@@ -48,7 +66,7 @@ const noStorage: StorageProtocol = {
   describe: () => "none",
 };
 
-async function baseline(n: number): Promise<{ msgsPerSec: number; ms: number; cpuMs: number }> {
+export async function baseline(n: number): Promise<{ msgsPerSec: number; ms: number; cpuMs: number }> {
   const queue = createEmbeddedProvider({ mode: "memory" });
   await queue.connect();
   let arrived = 0;
@@ -101,7 +119,7 @@ async function baseline(n: number): Promise<{ msgsPerSec: number; ms: number; cp
 /** Where a run keeps lineage: PGlite in a temporary directory, a PostgreSQL URL, or memory. */
 type LineageTarget = { databaseUrl: string; holdOpenMs?: number } | "memory" | undefined;
 
-async function engineRun(n: number, strictLineage = false, target?: LineageTarget) {
+export async function engineRun(n: number, strictLineage = false, target?: LineageTarget) {
   const dir = mkdtempSync(join(tmpdir(), "factflow-bench-engine-"));
   const db = await openLineageDatabase(
     target === undefined
@@ -124,25 +142,7 @@ async function engineRun(n: number, strictLineage = false, target?: LineageTarge
     strictLineage,
   });
   try {
-    const config = await loadPipelineConfig(
-      `
-name: bench
-init: { route: split }
-routes:
-  split:
-    inbound: { queue: split.in }
-    adapters: [{ type: split, config: { field: items, as: item } }]
-    outbound: [work.in]
-  work:
-    inbound: { queue: work.in, concurrency: ${WORK_CONCURRENCY}, prefetch: ${WORK_PREFETCH} }
-    adapters: [{ type: json_transform, config: { set: { seen: true } } }]
-    outbound: [collect.in]
-  collect:
-    inbound: { queue: collect.in }
-    adapters: [{ type: batch, config: { size: ${BATCH}, timeout_ms: 1000 } }]
-`,
-      { registry: engine.registry },
-    );
+    const config = await loadPipelineConfig(BENCH_PIPELINE, { registry: engine.registry });
     const start = performance.now();
     const cpu = process.cpuUsage();
     const databaseCpu = sampleCpu?.();

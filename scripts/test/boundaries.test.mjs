@@ -150,6 +150,12 @@ describe.concurrent("import boundaries (dependency-cruiser, as run by pnpm lint)
       ],
     },
     {
+      name: "@factflow/server imported in packages/runtime/src",
+      file: "packages/runtime/src/index.ts",
+      line: 'export type { AppType as PlantedApp } from "@factflow/server";',
+      reports: ["error runtime-imports-no-app: packages/runtime/src/index.ts → @factflow/server"],
+    },
+    {
       name: "a template-literal dynamic import of @factflow/engine in packages/protocols/src",
       file: "packages/protocols/src/index.ts",
       line: "export const plantedLoad = () => import(`@factflow/engine`);",

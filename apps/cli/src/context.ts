@@ -1,5 +1,5 @@
 import type { Logger } from "@factflow/protocols";
-import type { FactflowRuntime, Settings } from "@factflow/server";
+import type { FactflowRuntime, Settings } from "@factflow/runtime";
 import { ApiClient } from "./api-client.js";
 import type { Output } from "./output.js";
 
@@ -58,7 +58,7 @@ export interface LocalFileOptions {
 /** Settings from env, the settings file and the command line flags. */
 export async function settingsOf(ctx: CliContext, local: LocalFileOptions = {}): Promise<Settings> {
   // Imported when a command needs it, so `--help` and usage errors load nothing else.
-  const { loadSettings } = await import("@factflow/server");
+  const { loadSettings } = await import("@factflow/runtime");
   const overrides: Record<string, string> = {};
   if (ctx.flags["data-dir"] !== undefined) overrides.data_dir = ctx.flags["data-dir"];
   if (ctx.flags.provider !== undefined) overrides.provider = ctx.flags.provider;
@@ -120,7 +120,9 @@ export async function openBackend(ctx: CliContext, local: LocalFileOptions = {})
     return { client: ApiClient.remote(server, token), close: async () => {} };
   }
   const settings = await settingsOf(ctx, local);
-  const { composeRuntime, createApp } = await import("@factflow/server");
+  const { composeRuntime } = await import("@factflow/runtime");
+  // The local backend answers through the same HTTP API a server does.
+  const { createApp } = await import("@factflow/server");
   const { formatStallDiagnosis } = await import("@factflow/engine");
   // Short-lived: no retention schedule here (`factflow executions prune` runs it on demand).
   const runtime = await composeRuntime(settings, {

@@ -1,5 +1,5 @@
 import { formatStallDiagnosis, type StallDiagnosis } from "@factflow/engine";
-import { type FactflowRuntime, stallJson } from "@factflow/server";
+import { type FactflowRuntime, stallJson } from "@factflow/runtime";
 import type { CliContext } from "./context.js";
 import { STALLED_EXIT_CODE } from "./drain-guard.js";
 import { json } from "./output.js";

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { EngineFacade } from "@factflow/server";
+import type { EngineFacade } from "@factflow/runtime";
 import { onDrain } from "./drain-guard.js";
 
 /** Why a run is given up: no progress for `--stall-timeout`, or nothing left that could make any. */

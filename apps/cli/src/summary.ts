@@ -1,6 +1,6 @@
 import { scopedDestination } from "@factflow/engine";
 import type { ExecutionRecord } from "@factflow/protocols";
-import type { FactflowRuntime } from "@factflow/server";
+import type { FactflowRuntime } from "@factflow/runtime";
 import { formatDuration, table } from "./output.js";
 import { routeOrder } from "./route-order.js";
 

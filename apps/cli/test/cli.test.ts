@@ -105,7 +105,7 @@ describe("config validate is offline", () => {
       ).toBe(0);
       expect(existsSync(data) || existsSync(join(dir, ".factflow"))).toBe(false);
       // A server-like runtime owns the data directory (embedded journal lock, PGlite) meanwhile.
-      const { composeRuntime, loadSettings } = await import("@factflow/server");
+      const { composeRuntime, loadSettings } = await import("@factflow/runtime");
       const runtime = await composeRuntime(
         loadSettings({ env: {}, cwd: dir, overrides: { data_dir: data } }),
         {

@@ -121,7 +121,7 @@ export interface LineageRow {
   input_hash: string | null;
   /** The message body (message rows). */
   payload: unknown;
-  error: { class: string; message: string; retryable?: boolean; fatal?: boolean } | null;
+  error: { class: string; message: string; retryable?: boolean; fatal?: boolean; stack?: string } | null;
   output_keys: string[];
   started_at: string;
   finished_at: string | null;

@@ -211,13 +211,45 @@ describe.skipIf(missing !== undefined)("what an operator reaches for, in Chromiu
     await queueRow.getByTestId("purge").click();
     await expect
       .poll(() => page.getByTestId("confirm-purge").textContent())
-      .toContain("the 2 messages waiting");
+      .toContain("2 → 0 waiting messages");
+    expect(await seriousViolations(page)).toEqual([]);
     await page.getByTestId("confirm-purge-yes").click();
     await expect
       .poll(() => page.getByTestId("purge-outcome").textContent())
-      .toContain(`purged ${destination}`);
+      .toContain(`purged 2 messages from ${destination}`);
     expect(await depth()).toBe(0);
+    // Purged in place: the queue is still there, and its dead letters are kept.
+    expect(
+      (await server.call("GET", "/queues")).body.items.map((d: { destination: string }) => d.destination),
+    ).toContain(destination);
     expect(await count()).toBe(before - 2 - onPage);
+  });
+
+  it("refuses to purge the queue of a running execution until the operator says purge anyway", async () => {
+    const { page } = b;
+    const id = (
+      await server.call("POST", "/executions", { config: "paced", input: { items: [...Array(800).keys()] } })
+    ).body.id as string;
+    const destination = `/queue/${id}/paced.items`;
+    const depth = async () =>
+      (await server.call("GET", `/queues/stats?destination=${encodeURIComponent(destination)}`)).body
+        .depth as number;
+    await page.goto(`${server.base}/ui/#/system`);
+    const queueRow = page.locator(`tr[data-destination="${destination}"]`);
+    await queueRow.getByTestId("purge").click();
+    await expect.poll(() => page.getByTestId("confirm-purge").textContent()).toContain("waiting messages");
+    await page.getByTestId("confirm-purge-yes").click();
+    const refused = page.getByTestId("purge-refused");
+    await expect.poll(() => refused.textContent()).toContain("is running");
+    expect(await depth()).toBeGreaterThan(0);
+    expect(await seriousViolations(page)).toEqual([]);
+    await b.shot("16-purge-refused");
+    await page.getByTestId("purge-force").click();
+    await expect
+      .poll(() => page.getByTestId("purge-outcome").textContent())
+      .toMatch(/purged \d+ messages? from/);
+    await server.call("POST", `/executions/${id}/cancel`);
+    await finished(id);
   });
 
   it("charts queue depths and counter rates on the system page, and each route's rate from the event stream", async () => {
@@ -247,21 +279,119 @@ describe.skipIf(missing !== undefined)("what an operator reaches for, in Chromiu
     await finished(paced);
   });
 
-  it("orders executions oldest first, and shows times with their zone and how long ago", async () => {
+  it("sorts executions by start, duration and status, limits them to a time range, and shows times with their zone", async () => {
     const { page } = b;
-    const all = (await server.call("GET", "/executions?limit=50")).body.items as { id: string }[];
-    await page.goto(`${server.base}/ui/#/executions`);
+    // One more execution, cancelled, so the statuses differ.
+    const cancelled = (
+      await server.call("POST", "/executions", { config: "paced", input: { items: [...Array(400).keys()] } })
+    ).body.id as string;
+    await server.call("POST", `/executions/${cancelled}/cancel`);
+    await finished(cancelled);
+    const api = async (q: string) =>
+      ((await server.call("GET", `/executions?limit=25${q}`)).body.items as { id: string }[]).map(
+        (e) => e.id,
+      );
     const ids = () =>
       page
         .locator("[data-testid=executions-table] tbody tr")
         .evaluateAll((r) => r.map((e) => e.getAttribute("data-execution-id")));
-    await expect.poll(ids).toEqual(all.map((e) => e.id));
+    await page.goto(`${server.base}/ui/#/executions`);
+    await expect.poll(ids).toEqual(await api(""));
     await page.getByTestId("sort-started").click();
-    await expect.poll(ids).toEqual(all.map((e) => e.id).reverse());
-    expect(page.url()).toContain("order=oldest");
+    await expect.poll(ids).toEqual(await api("&order=asc"));
+    expect(page.url()).toContain("order=asc");
+    // Links made before other sorts existed still read as oldest first.
+    await page.goto(`${server.base}/ui/#/executions?order=oldest`);
+    await expect.poll(ids).toEqual(await api("&order=asc"));
+
+    await page.getByTestId("sort-duration").click();
+    expect(page.url()).toContain("sort=duration");
+    await expect.poll(ids).toEqual(await api("&sort=duration&order=desc"));
+    expect(await page.locator("th[aria-sort=descending]").textContent()).toContain("longest first");
+    await page.getByTestId("sort-duration").click();
+    await expect.poll(ids).toEqual(await api("&sort=duration&order=asc"));
+    await page.getByTestId("sort-status").click();
+    await expect.poll(ids).toEqual(await api("&sort=status&order=asc"));
+    expect(
+      await page.locator("[data-testid=executions-table] tbody tr").first().getAttribute("data-status"),
+    ).not.toBe("completed");
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // A range in the URL is the API's range; the inputs show it in local time and change it.
+    const all = (await server.call("GET", "/executions?order=asc&limit=25")).body.items as {
+      id: string;
+      created_at: string;
+    }[];
+    const second = all[1]?.created_at as string;
+    const last = all.at(-1)?.created_at as string;
+    await page.goto(
+      `${server.base}/ui/#/executions?from=${encodeURIComponent(second)}&to=${encodeURIComponent(last)}`,
+    );
+    const ranged = await api(`&from=${encodeURIComponent(second)}&to=${encodeURIComponent(last)}`);
+    expect(ranged.length).toBe(all.length - 2);
+    await expect.poll(ids).toEqual(ranged);
+    expect(await page.getByTestId("filter-from").inputValue()).toBe(
+      await page.evaluate((iso) => {
+        const d = new Date(iso);
+        const pad = (n: number) => String(n).padStart(2, "0");
+        return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+      }, second),
+    );
+    await page.getByTestId("clear-range").click();
+    await expect.poll(ids).toEqual(await api(""));
+    await page.getByTestId("filter-from").fill("2100-01-01T00:00");
+    await expect
+      .poll(() => page.url())
+      .toContain(
+        `from=${encodeURIComponent(await page.evaluate(() => new Date("2100-01-01T00:00").toISOString()))}`,
+      );
+    await expect.poll(ids).toEqual([]);
+    await page.getByTestId("clear-range").click();
+
     const started = page.locator("[data-testid=executions-table] tbody tr time").first();
+    await started.waitFor();
     expect(await started.getAttribute("datetime")).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(await started.textContent()).toMatch(/(UTC|GMT[+-]?\d*).*ago/);
+  });
+
+  it("shows a lineage row's error stack when the API has one, capped, with copy", async () => {
+    const { page } = b;
+    // Lineage keeps a stack only for a thrown Error (the example's adapters report theirs): the API's
+    // answer is given one here, 30,000 characters long, to check the view and its cut.
+    const rows = (
+      await server.call("GET", `/executions/${done}/lineage?route=enrich&status=failed&limit=500`)
+    ).body.items as Row[];
+    const index = rows.findIndex((r) => r.kind === "adapter" && r.error !== null);
+    const stack = `Error: boom\n${"    at handler (/srv/adapter.js:1:1)\n".repeat(800)}`.slice(0, 30_000);
+    await page.route(`**/api/v1/executions/${done}/lineage?*`, async (route) => {
+      const response = await route.fetch();
+      const body = await response.json();
+      for (const item of body.items as Row[]) {
+        if (item.id === rows[index]?.id) (item.error as { stack?: string }).stack = stack;
+      }
+      await route.fulfill({ response, json: body });
+    });
+    try {
+      await page.goto(`${server.base}/ui/#/executions/${done}/lineage?route=enrich&status=failed`);
+      await page.locator(".vtable-row [data-testid=row-details]").first().waitFor();
+      await page.locator(".vtable-body").evaluate((el, i) => {
+        el.scrollTop = Math.max(0, i * 28 - 56);
+      }, index);
+      await page.locator(`.vtable-row[data-index="${index}"] [data-testid=row-details]`).click();
+      const shown = page.getByTestId("row-stack");
+      await shown.waitFor();
+      expect(await shown.getAttribute("data-size")).toBe(String(Buffer.byteLength(stack)));
+      expect(await shown.getAttribute("data-cut")).toBe("true");
+      expect(await shown.locator("pre").textContent()).toBe(stack.slice(0, 20_000));
+      await shown.getByTestId("show-all").click();
+      await expect.poll(() => shown.locator("pre").textContent()).toBe(stack);
+      await shown.getByTestId("copy-payload").click();
+      await expect.poll(() => shown.locator(".copy-state").textContent()).toContain("copied");
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(stack);
+      expect(await seriousViolations(page)).toEqual([]);
+    } finally {
+      await page.unroute(`**/api/v1/executions/${done}/lineage?*`);
+    }
   });
 
   it("follows the system's dark preference and stays readable there", async () => {

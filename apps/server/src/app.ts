@@ -1,3 +1,4 @@
+import type { FactflowRuntime } from "@factflow/runtime";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { crossSiteGuard } from "./guards/cross-site-guard.js";
@@ -13,7 +14,6 @@ import { queueRoutes } from "./routes/queues.js";
 import { searchRoutes } from "./routes/search.js";
 import { systemRoutes } from "./routes/system.js";
 import { uiRoutes } from "./routes/ui.js";
-import type { FactflowRuntime } from "./runtime.js";
 
 export interface AppOptions {
   /** True once shutdown began: readiness answers 503 so load balancers drain this instance. */

@@ -1,26 +1,44 @@
+export type {
+  CatalogEntry,
+  ComposeOptions,
+  ConfigParser,
+  EngineFacade,
+  FactflowRuntime,
+  LoadSettingsOptions,
+  ResolvedConfig,
+  RetentionJobOptions,
+  RetentionResult,
+  RetentionTrigger,
+  RuntimeEvent,
+  Settings,
+  SettingsInput,
+} from "@factflow/runtime";
+// The composition root moved to @factflow/runtime; these names stay importable from the server.
+export {
+  ConfigCatalog,
+  composeRuntime,
+  createConfigValidator,
+  FactflowMetrics,
+  loadSettings,
+  logStall,
+  meterProvider,
+  moduleAccessOf,
+  RetentionJob,
+  redactSettings,
+  redactUrl,
+  SettingsSchema,
+  stallJson,
+} from "@factflow/runtime";
 export type { AppOptions, AppType } from "./app.js";
 export { createApp } from "./app.js";
-export type { ComposeOptions } from "./compose.js";
-export { composeRuntime } from "./compose.js";
-export type { CatalogEntry, ConfigParser, ResolvedConfig } from "./config-catalog.js";
-export { ConfigCatalog } from "./config-catalog.js";
-export { createConfigValidator, moduleAccessOf } from "./config-validator.js";
 export type { ErrorBody } from "./http-errors.js";
 export { ExecutionNotRunningError, HttpProblem, toHttpError } from "./http-errors.js";
 export type { CreateLoggerOptions, LogLevel } from "./logger.js";
 export { createJsonLogger, createLogger, createPinoLogger, fromPino } from "./logger.js";
-export { meterProvider } from "./metered-provider.js";
-export { FactflowMetrics } from "./metrics.js";
 export type { DiagnosticResult } from "./mq-diagnostic.js";
 export { diagnosticLine, runMqDiagnostic } from "./mq-diagnostic.js";
 export { OPERATIONS, openApiDocument } from "./openapi.js";
 export { assertRedriveAllowed, executionOfDestination } from "./redrive-guard.js";
-export type { RetentionJobOptions, RetentionResult, RetentionTrigger } from "./retention.js";
-export { RetentionJob } from "./retention.js";
-export type { EngineFacade, FactflowRuntime, RuntimeEvent } from "./runtime.js";
 export { executionJson, lineageJson, routeCountsJson } from "./serialize.js";
 export type { RunningServer, StartServerOptions } from "./server.js";
 export { startServer } from "./server.js";
-export type { LoadSettingsOptions, Settings, SettingsInput } from "./settings.js";
-export { loadSettings, redactSettings, redactUrl, SettingsSchema } from "./settings.js";
-export { logStall, stallJson } from "./stall.js";

@@ -1,5 +1,5 @@
 import type { Logger } from "@factflow/protocols";
-import type { FactflowRuntime } from "./runtime.js";
+import type { FactflowRuntime } from "@factflow/runtime";
 
 /** Executions looked at per start: the oldest running ones beyond it wait for the next start. */
 const RESUME_LIMIT = 500;

@@ -1,7 +1,7 @@
 import { parseScopedDestination } from "@factflow/engine";
 import { isUuid } from "@factflow/lineage";
 import type { ExecutionStoreProtocol } from "@factflow/protocols";
-import { ExecutionNotRunningError } from "./http-errors.js";
+import { ExecutionNotRunningError, HttpProblem } from "./http-errors.js";
 
 /**
  * The execution that owns a destination, from its scoped name `/queue/<execution_id>/<queue>` (see
@@ -39,5 +39,32 @@ export async function assertRedriveAllowed(
       `so redriven messages would never be processed. Re-run the failed messages with ` +
       `POST /api/v1/executions/${executionId}/replay {"from_route": ...} (CLI: factflow replay ${executionId} --from ROUTE), ` +
       `or pass "force": true (CLI: --force) to redrive anyway`,
+  );
+}
+
+/**
+ * Refuses to purge the queue of a running execution: its messages are work the execution waits
+ * for, so purging them leaves it waiting on messages that will never come (it then stalls, and
+ * needs cancelling). Unscoped queues and queues of executions that are over are always allowed;
+ * `force` skips the check for an operator who means to drop that work.
+ *
+ * @throws HttpProblem (HTTP 409 `execution_running`)
+ */
+export async function assertPurgeAllowed(
+  executions: ExecutionStoreProtocol,
+  destination: string,
+  force: boolean,
+): Promise<void> {
+  if (force) return;
+  const executionId = executionOfDestination(destination);
+  if (executionId === undefined) return;
+  const record = await executions.getExecution(executionId);
+  if (record?.status !== "running") return;
+  throw new HttpProblem(
+    409,
+    "execution_running",
+    `[factflow/server] execution ${executionId} is running and waits for the messages in ${destination}: ` +
+      `purging them leaves it waiting for work that never comes. Cancel it first ` +
+      `(POST /api/v1/executions/${executionId}/cancel), or pass "force": true to purge anyway`,
   );
 }

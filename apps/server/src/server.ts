@@ -1,15 +1,18 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { FactflowError, type Logger, type StorageProtocol } from "@factflow/protocols";
+import {
+  composeRuntime,
+  type FactflowRuntime,
+  redactSettings,
+  type Settings,
+  traceRequests,
+} from "@factflow/runtime";
 import { serve } from "@hono/node-server";
 import { createApp } from "./app.js";
-import { composeRuntime } from "./compose.js";
 import { isLoopbackHost } from "./guards/host-guard.js";
 import { createLogger } from "./logger.js";
 import { OrphanResumer } from "./orphan-resume.js";
-import type { FactflowRuntime } from "./runtime.js";
-import { redactSettings, type Settings } from "./settings.js";
-import { traceRequests } from "./trace-requests.js";
 
 /** A listening server. */
 export interface RunningServer {

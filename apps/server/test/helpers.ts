@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { silentLogger } from "@factflow/protocols";
+import { loadSettings, type SettingsInput } from "@factflow/runtime";
 import { expect } from "vitest";
 import { type RunningServer, startServer } from "../src/server.js";
-import { loadSettings, type SettingsInput } from "../src/settings.js";
 
 /** The example pipeline's directory; the server serves it as its config directory. */
 export const EXAMPLE_DIR = resolve(import.meta.dirname, "../../../examples/docs-ingest");

@@ -164,6 +164,30 @@ describe("executions", () => {
     expect(cancelled.body).toMatchObject({ status: "cancelled", cancelled: true });
   });
 
+  it("purges a queue: refused (409) while its execution runs unless forced, allowed once it is over", async () => {
+    if ((await call(base, "GET", "/api/v1/configs/slow")).status === 404)
+      await call(base, "POST", "/api/v1/configs/slow/versions", { source: SLOW_CONFIG });
+    const slow = await call(base, "POST", "/api/v1/executions", { config: "slow" });
+    expect(slow.status).toBe(201);
+    const destination = `/queue/${slow.body.id}/slow.in`;
+    const refused = await call(base, "POST", "/api/v1/queues/purge", { destination });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("execution_running");
+    expect(refused.body.error.message).toContain("force");
+    const forced = await call(base, "POST", "/api/v1/queues/purge", { destination, force: true });
+    expect(forced.status).toBe(200);
+    expect(forced.body).toMatchObject({ destination, purged: expect.any(Number) });
+    await call(base, "POST", `/api/v1/executions/${slow.body.id}/cancel`);
+    const after = await call(base, "POST", "/api/v1/queues/purge", { destination });
+    expect(after.status).toBe(200);
+    const unknown = await call(base, "POST", "/api/v1/queues/purge", {
+      destination: "/queue/never-used-here",
+    });
+    expect(unknown.body).toMatchObject({ purged: 0, reason: expect.any(String) });
+    const bad = await call(base, "POST", "/api/v1/queues/purge", { destination: "nowhere" });
+    expect(bad.status).toBe(400);
+  });
+
   it("runs the example and streams its events to completion over SSE", async () => {
     id = await runDocsIngest();
     const events = await readSse(`${base}/api/v1/executions/${id}/events`);
@@ -201,6 +225,38 @@ describe("executions", () => {
     expect(one.body.routes.batch.messages.completed).toBe(12);
     expect(one.body.routes.write.messages.completed).toBeGreaterThanOrEqual(2);
     expect(await sectionsInArtefacts(ctx.server, id)).toBe(12);
+  });
+
+  it("sorts executions by duration and status and limits them to a start range", async () => {
+    // The executions of the tests above: the example's run (completed) and cancelled slow ones.
+    const first = id;
+    const all = (await call(base, "GET", "/api/v1/executions?limit=500")).body.items as {
+      id: string;
+      status: string;
+      created_at: string;
+      finished_at: string | null;
+    }[];
+    const ms = (e: (typeof all)[number]) =>
+      Date.parse(e.finished_at ?? new Date().toISOString()) - Date.parse(e.created_at);
+    const byDuration = (await call(base, "GET", "/api/v1/executions?sort=duration&order=asc&limit=500")).body;
+    expect(byDuration.total).toBe(all.length);
+    const durations = (byDuration.items as typeof all).map(ms);
+    expect(durations).toEqual([...durations].sort((a, b) => a - b));
+    const rank = ["running", "failed", "cancelled", "completed"];
+    const byStatus = (await call(base, "GET", "/api/v1/executions?sort=status&order=asc&limit=500")).body;
+    const ranks = (byStatus.items as typeof all).map((e) => rank.indexOf(e.status));
+    expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
+
+    const created = all.find((e) => e.id === first)?.created_at as string;
+    const from = await call(base, "GET", `/api/v1/executions?from=${encodeURIComponent(created)}&order=asc`);
+    expect(from.body.items[0].id).toBe(first);
+    const before = await call(base, "GET", `/api/v1/executions?to=${encodeURIComponent(created)}&limit=500`);
+    expect(before.body.items.map((e: { id: string }) => e.id)).not.toContain(first);
+    expect(before.body.total + from.body.total).toBe(all.length);
+    for (const bad of ["from=yesterday", "to=2026-01-01T00:00:00", "sort=name", "order=up"]) {
+      const refused = await call(base, "GET", `/api/v1/executions?${bad}`);
+      expect(refused.status).toBe(400);
+    }
   });
 
   it("pages and filters lineage, and returns the tree of one message", async () => {

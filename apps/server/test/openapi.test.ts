@@ -12,6 +12,12 @@ describe("the generated OpenAPI document", () => {
       (p: { name: string }) => p.name === "status",
     );
     expect(status.schema.enum).toEqual(["running", "completed", "failed", "cancelled"]);
+    const listParam = (name: string) =>
+      op("get", "/api/v1/executions").parameters.find((p: { name: string }) => p.name === name);
+    expect(listParam("sort").schema.enum).toEqual(["started", "duration", "status"]);
+    expect(listParam("order").schema.enum).toEqual(["asc", "desc"]);
+    expect(listParam("from").schema).toMatchObject({ type: "string", format: "date-time" });
+    expect(listParam("to").required).toBe(false);
     const kind = op("get", "/api/v1/executions/{id}/lineage").parameters.find(
       (p: { name: string }) => p.name === "kind",
     );

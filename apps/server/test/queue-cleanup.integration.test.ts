@@ -4,10 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deadLetterQueueName, resolveDestination } from "@factflow/infra-rabbitmq";
 import { silentLogger } from "@factflow/protocols";
+import { loadSettings, scopedDestinations } from "@factflow/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { scopedDestinations } from "../src/queue-janitor.js";
 import { type RunningServer, startServer } from "../src/server.js";
-import { loadSettings } from "../src/settings.js";
 import { call, EXAMPLE_DIR, readSse, SAMPLE_DOCS, waitFor } from "./helpers.js";
 import { RABBITMQ_URL, unreachable } from "./services.js";
 

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectPostgres } from "@factflow/lineage";
 import { type Logger, silentLogger } from "@factflow/protocols";
+import { loadSettings } from "@factflow/runtime";
 import { afterAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "../src/server.js";
-import { loadSettings } from "../src/settings.js";
 import { call, waitFor } from "./helpers.js";
 import { DATABASE_URL, unreachable } from "./services.js";
 

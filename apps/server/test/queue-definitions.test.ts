@@ -2,9 +2,9 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "@factflow/protocols";
+import { loadSettings } from "@factflow/runtime";
 import { afterAll, describe, expect, it } from "vitest";
 import { startServer } from "../src/server.js";
-import { loadSettings } from "../src/settings.js";
 import { call, waitFor } from "./helpers.js";
 
 const dir = mkdtempSync(join(tmpdir(), "factflow-queue-defs-"));

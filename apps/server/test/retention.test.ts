@@ -4,9 +4,8 @@ import { join } from "node:path";
 import { uuidv7 } from "@factflow/engine";
 import { type LineageDatabase, openLineageDatabase } from "@factflow/lineage";
 import { type ExecutionStoreProtocol, type PipelineConfig, silentLogger } from "@factflow/protocols";
+import { FactflowMetrics, RetentionJob } from "@factflow/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FactflowMetrics } from "../src/metrics.js";
-import { RetentionJob } from "../src/retention.js";
 import { waitFor } from "./helpers.js";
 
 const DAY_MS = 86_400_000;

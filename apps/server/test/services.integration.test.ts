@@ -3,9 +3,9 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectPostgres } from "@factflow/lineage";
 import { silentLogger } from "@factflow/protocols";
+import { loadSettings } from "@factflow/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "../src/server.js";
-import { loadSettings } from "../src/settings.js";
 import { call, EXAMPLE_DIR, readSse, SAMPLE_DOCS, sectionsInArtefacts } from "./helpers.js";
 import { ARTEMIS_URL, DATABASE_URL, RABBITMQ_URL, unreachable } from "./services.js";
 

@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Logger, silentLogger } from "@factflow/protocols";
+import { loadSettings } from "@factflow/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "../src/server.js";
-import { loadSettings } from "../src/settings.js";
 import { call, TOKEN, waitFor } from "./helpers.js";
 
 // A server whose execution stops making progress: it logs what the execution waits for once per

@@ -3,15 +3,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AdapterDefinition, LineageRow } from "@factflow/protocols";
 import { silentLogger } from "@factflow/protocols";
+import {
+  composeRuntime,
+  type FactflowRuntime,
+  loadSettings,
+  loadTracing,
+  type SettingsInput,
+  type Tracing,
+  traceRequests,
+} from "@factflow/runtime";
 import { trace } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace";
 import { expect } from "vitest";
 import { createApp } from "../src/app.js";
-import { composeRuntime } from "../src/compose.js";
-import type { FactflowRuntime } from "../src/runtime.js";
-import { loadSettings, type SettingsInput } from "../src/settings.js";
-import { traceRequests } from "../src/trace-requests.js";
-import { startTracing, type Tracing } from "../src/tracing.js";
 
 export const TOKEN = "tracing-test-token-0123456789";
 
@@ -84,6 +88,7 @@ export async function startTracedServer(
     overrides: { data_dir: join(dir, "data"), config_dir: configDir, api_token: TOKEN, ...overrides },
   });
   const exporter = new InMemorySpanExporter();
+  const { startTracing } = await loadTracing();
   const tracing = startTracing({
     serviceName: "factflow-test",
     exporters: [exporter],

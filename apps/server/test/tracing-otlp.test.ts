@@ -4,10 +4,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "@factflow/protocols";
+import { composeRuntime, loadSettings, loadTracing } from "@factflow/runtime";
 import { afterEach, describe, expect, it } from "vitest";
-import { composeRuntime } from "../src/compose.js";
-import { loadSettings } from "../src/settings.js";
-import { startTracing } from "../src/tracing.js";
 
 /** A stand-in OTLP/HTTP collector on loopback: records the trace exports it receives. */
 async function collector() {
@@ -29,6 +27,7 @@ async function collector() {
   return { url: `http://127.0.0.1:${port}`, received, close: () => server.close() };
 }
 
+const { startTracing } = await loadTracing();
 const saved = { ...process.env };
 afterEach(() => {
   for (const key of Object.keys(process.env)) if (key.startsWith("OTEL_")) delete process.env[key];

@@ -1,5 +1,5 @@
+import { tracesExportersFromEnv } from "@factflow/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tracesExportersFromEnv } from "../src/trace-requests.js";
 import { RABBITMQ_URL, unreachable } from "./services.js";
 import {
   eventually,

@@ -41,9 +41,13 @@ export function errorInfoOf(error: unknown, overrides: Partial<LineageErrorInfo>
     message: truncate(isError ? error.message : String(error)),
     retryable,
     fatal: false,
+    ...(isError && typeof error.stack === "string" ? { stack: truncate(error.stack, STACK_MAX) } : {}),
     ...overrides,
   };
 }
+
+/** A stack is kept whole up to here: deep enough for any real trace, small next to a lineage row. */
+const STACK_MAX = 8000;
 
 export function truncate(text: string, max = 2000): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;

@@ -8,10 +8,11 @@ import type {
   PipelineConfig,
   StoredConfig,
 } from "@factflow/protocols";
-import { FactflowError } from "@factflow/protocols";
+import { EXECUTION_STATUS_ORDER, FactflowError } from "@factflow/protocols";
 import { type Kysely, type Selectable, sql } from "kysely";
 import { ClusterStore } from "./cluster-store.js";
-import { assertUuid, pageOf } from "./ids.js";
+import { checkListQuery } from "./execution-list-query.js";
+import { assertUuid } from "./ids.js";
 import { iso } from "./lineage-rows.js";
 import {
   DatabaseQueueDefinitionStore,
@@ -20,6 +21,10 @@ import {
 import type { LineageDatabaseSchema, PipelineConfigsTable, PipelineExecutionsTable } from "./schema.js";
 
 const EXECUTION_STATUSES = new Set(["running", "completed", "failed", "cancelled"]);
+/** The rank of a status in `EXECUTION_STATUS_ORDER`, for sorting by status. */
+const STATUS_RANK = sql.raw(
+  `array_position(array[${EXECUTION_STATUS_ORDER.map((s) => `'${s}'`).join(",")}]::text[], status)`,
+);
 /** Advisory lock key serialising capped execution creates ("factflow" in ASCII, as a number). */
 const RUNNING_CAP_LOCK = 0x666163746600;
 
@@ -173,32 +178,30 @@ export class ExecutionStore implements ExecutionStoreProtocol {
   }
 
   async listExecutions(query: ExecutionListQuery = {}) {
-    const { offset, limit } = pageOf(query, 50);
-    if (query.status !== undefined && !EXECUTION_STATUSES.has(query.status)) {
-      throw new FactflowError(
-        "invalid_argument",
-        `[factflow/lineage] execution status ${JSON.stringify(query.status)} is unknown (running | completed | failed | cancelled).`,
-      );
-    }
-    if (query.parentExecutionId !== undefined) assertUuid(query.parentExecutionId, "parent execution id");
+    const q = checkListQuery(query);
     let base = this.#db.selectFrom("pipeline_executions");
     if (query.status !== undefined) base = base.where("status", "=", query.status);
     if (query.configName !== undefined) base = base.where("config_name", "=", query.configName);
     if (query.parentExecutionId !== undefined)
       base = base.where("parent_execution_id", "=", query.parentExecutionId);
-    const [count, rows] = await Promise.all([
-      base.select(sql<number>`count(*)::int`.as("n")).executeTakeFirstOrThrow(),
-      (query.includeInput === false
+    if (q.from !== undefined) base = base.where("created_at", ">=", q.from);
+    if (q.to !== undefined) base = base.where("created_at", "<", q.to);
+    const way = q.descending ? "desc" : "asc";
+    let rows = (
+      query.includeInput === false
         ? base.select([...COLUMNS_BUT_INPUT, sql<null>`null`.as("input")])
         : base.selectAll()
-      )
-        .orderBy("created_at", "desc")
-        .orderBy("id", "desc")
-        .offset(offset)
-        .limit(limit)
-        .execute(),
+    ).$narrowType<Selectable<PipelineExecutionsTable>>();
+    if (q.sort === "duration") rows = rows.orderBy(sql`coalesce(finished_at, now()) - created_at`, way);
+    if (q.sort === "status") rows = rows.orderBy(sql`${STATUS_RANK}`, way);
+    // Ties (and the started order itself) by start, newest first unless started ascending: the
+    // (created_at desc, id desc) index serves both directions of the plain list.
+    const startWay = q.sort === "started" ? way : "desc";
+    const [count, page] = await Promise.all([
+      base.select(sql<number>`count(*)::int`.as("n")).executeTakeFirstOrThrow(),
+      rows.orderBy("created_at", startWay).orderBy("id", startWay).offset(q.offset).limit(q.limit).execute(),
     ]);
-    return { total: count.n, items: rows.map(toExecution) };
+    return { total: count.n, items: page.map(toExecution) };
   }
 
   async finishExecution(

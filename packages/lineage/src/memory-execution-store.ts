@@ -7,8 +7,9 @@ import type {
   PipelineConfig,
   StoredConfig,
 } from "@factflow/protocols";
-import { FactflowError } from "@factflow/protocols";
-import { assertUuid, pageOf } from "./ids.js";
+import { EXECUTION_STATUS_ORDER, FactflowError } from "@factflow/protocols";
+import { checkListQuery } from "./execution-list-query.js";
+import { assertUuid } from "./ids.js";
 
 const EXECUTION_STATUSES = new Set(["running", "completed", "failed", "cancelled"]);
 
@@ -95,26 +96,33 @@ export class MemoryExecutionStore implements ExecutionStoreProtocol {
   }
 
   async listExecutions(query: ExecutionListQuery = {}) {
-    const { offset, limit } = pageOf(query, 50);
-    if (query.status !== undefined && !EXECUTION_STATUSES.has(query.status)) {
-      throw new FactflowError(
-        "invalid_argument",
-        `[factflow/lineage] execution status ${JSON.stringify(query.status)} is unknown (running | completed | failed | cancelled).`,
-      );
-    }
-    if (query.parentExecutionId !== undefined) assertUuid(query.parentExecutionId, "parent execution id");
+    const q = checkListQuery(query);
+    const from = q.from?.getTime();
+    const to = q.to?.getTime();
+    const now = Date.now();
+    const key = (e: ExecutionRecord): number => {
+      if (q.sort === "duration")
+        return (e.finishedAt === null ? now : Date.parse(e.finishedAt)) - Date.parse(e.createdAt);
+      if (q.sort === "status") return EXECUTION_STATUS_ORDER.indexOf(e.status);
+      return 0;
+    };
+    // By start, newest first; UUIDv7 ids break ties in creation order.
+    const newest = (a: ExecutionRecord, b: ExecutionRecord) =>
+      a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1;
+    const sign = q.descending ? -1 : 1;
     const matching = [...this.#executions.values()]
       .filter(
         (e) =>
           (query.status === undefined || e.status === query.status) &&
           (query.configName === undefined || e.configName === query.configName) &&
-          (query.parentExecutionId === undefined || e.parentExecutionId === query.parentExecutionId),
+          (query.parentExecutionId === undefined || e.parentExecutionId === query.parentExecutionId) &&
+          (from === undefined || Date.parse(e.createdAt) >= from) &&
+          (to === undefined || Date.parse(e.createdAt) < to),
       )
-      // Newest first; UUIDv7 ids break ties in creation order.
       .sort((a, b) =>
-        a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1,
+        q.sort === "started" ? -sign * newest(a, b) : sign * (key(a) - key(b)) || newest(a, b),
       );
-    const page = matching.slice(offset, offset + limit);
+    const page = matching.slice(q.offset, q.offset + q.limit);
     return {
       total: matching.length,
       items: query.includeInput === false ? page.map((e) => ({ ...e, input: null })) : page,

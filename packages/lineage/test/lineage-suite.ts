@@ -136,6 +136,72 @@ export function lineageSuite(
       expect((await db.executions.listExecutions({ parentExecutionId: parent.id })).total).toBe(1);
     });
 
+    it("sorts executions by start, duration and status and limits them to a start range", async () => {
+      const configName = `sort-${uuidv7().slice(-8)}`;
+      // Each step waits for the clock to move on, so start and end times are distinct.
+      const tick = async () => {
+        const from = Date.now();
+        while (Date.now() < from + 2) await new Promise<void>((resolve) => setImmediate(resolve));
+      };
+      const create = async () => {
+        await tick();
+        return db.executions.createExecution({
+          id: uuidv7(),
+          configName,
+          configVersion: 1,
+          configSnapshot: snapshot,
+          input: null,
+        });
+      };
+      const run = await create();
+      const a = await create();
+      const b = await create();
+      const c = await create();
+      // Durations: c finishes first (shortest), a last; run, the oldest, keeps running (longest).
+      await tick();
+      await db.executions.finishExecution(c.id, "completed");
+      await tick();
+      await db.executions.finishExecution(b.id, "failed", { error: "boom" });
+      await tick();
+      await db.executions.finishExecution(a.id, "completed");
+      const ids = async (q: Parameters<typeof db.executions.listExecutions>[0]) =>
+        (await db.executions.listExecutions({ configName, ...q })).items.map((e) => e.id);
+
+      expect(await ids({})).toEqual([c.id, b.id, a.id, run.id]);
+      expect(await ids({ sort: "started", direction: "asc" })).toEqual([run.id, a.id, b.id, c.id]);
+      expect(await ids({ sort: "duration", direction: "desc" })).toEqual([run.id, a.id, b.id, c.id]);
+      expect(await ids({ sort: "duration", direction: "asc" })).toEqual([c.id, b.id, a.id, run.id]);
+      // running, failed, cancelled, completed; newest first within a status.
+      expect(await ids({ sort: "status", direction: "asc" })).toEqual([run.id, b.id, c.id, a.id]);
+      expect(await ids({ sort: "status", direction: "desc" })).toEqual([c.id, a.id, b.id, run.id]);
+      expect(await ids({ sort: "duration", direction: "asc", offset: 1, limit: 2 })).toEqual([b.id, a.id]);
+
+      // From is inclusive, to exclusive; the total counts the range.
+      expect(await ids({ startedFrom: b.createdAt })).toEqual([c.id, b.id]);
+      expect(await ids({ startedTo: b.createdAt })).toEqual([a.id, run.id]);
+      const range = await db.executions.listExecutions({
+        configName,
+        startedFrom: new Date(a.createdAt),
+        startedTo: c.createdAt,
+        sort: "started",
+        direction: "asc",
+      });
+      expect({ total: range.total, ids: range.items.map((e) => e.id) }).toEqual({
+        total: 2,
+        ids: [a.id, b.id],
+      });
+      expect(await ids({ startedFrom: "2000-01-01T00:00:00+02:00", startedTo: run.createdAt })).toEqual([]);
+
+      for (const bad of [
+        { startedFrom: "yesterday" },
+        { startedTo: "2026-01-01T00:00:00" },
+        { sort: "name" as never },
+        { direction: "up" as never },
+      ]) {
+        await expect(db.executions.listExecutions(bad)).rejects.toMatchObject({ code: "invalid_argument" });
+      }
+    });
+
     it("rejects malformed ids and arguments without touching SQL", async () => {
       await expect(db.executions.getExecution("not-a-uuid")).rejects.toMatchObject({
         code: "invalid_argument",

@@ -46,10 +46,35 @@ export interface NewExecution {
   readonly ownerNode?: string;
 }
 
+/** What `listExecutions` orders by (see {@link ExecutionListQuery.sort}). */
+export type ExecutionSort = "started" | "duration" | "status";
+
+/** The order of statuses when sorting by status, ascending: what needs attention first. */
+export const EXECUTION_STATUS_ORDER: readonly ExecutionStatus[] = [
+  "running",
+  "failed",
+  "cancelled",
+  "completed",
+];
+
 export interface ExecutionListQuery {
   readonly status?: ExecutionStatus;
   readonly configName?: string;
   readonly parentExecutionId?: string;
+  /**
+   * Only executions started at or after this instant (ISO 8601 with a zone, or a `Date`).
+   */
+  readonly startedFrom?: string | Date;
+  /** Only executions started strictly before this instant (ISO 8601 with a zone, or a `Date`). */
+  readonly startedTo?: string | Date;
+  /**
+   * `started`: by start time. `duration`: by end minus start, a running execution counting until
+   * now. `status`: running, failed, cancelled, completed (ascending), newest first within a status.
+   * Ties always fall back to the newest first, so pages are stable. @default "started"
+   */
+  readonly sort?: ExecutionSort;
+  /** @default "desc" (newest, longest, or completed first) */
+  readonly direction?: "asc" | "desc";
   readonly offset?: number;
   readonly limit?: number;
   /** Load each execution's input (it can be large); without it `input` is `null`. @default true */

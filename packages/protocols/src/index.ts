@@ -31,11 +31,13 @@ export {
 export type {
   ExecutionListQuery,
   ExecutionRecord,
+  ExecutionSort,
   ExecutionStatus,
   ExecutionStoreProtocol,
   NewExecution,
   StoredConfig,
 } from "./execution-store.js";
+export { EXECUTION_STATUS_ORDER } from "./execution-store.js";
 export type { DeadLetterReason } from "./headers.js";
 export { Headers } from "./headers.js";
 export type { JsonObject, JsonValue } from "./json.js";
@@ -95,6 +97,7 @@ export type {
   DestinationInfo,
   DestinationStats,
   DurabilityCounters,
+  PurgeDestinationResult,
   QueueAdminProtocol,
 } from "./queue-admin.js";
 export type {

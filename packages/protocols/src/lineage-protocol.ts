@@ -29,6 +29,11 @@ export interface LineageErrorInfo {
   readonly message: string;
   readonly retryable: boolean;
   readonly fatal: boolean;
+  /**
+   * The stack of a thrown `Error` (cut at 8,000 characters); absent when the adapter reported the
+   * error as a result rather than throwing, or the thrown value was not an `Error`.
+   */
+  readonly stack?: string;
 }
 
 /** One lineage row as written by the engine. */

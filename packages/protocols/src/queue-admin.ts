@@ -75,6 +75,14 @@ export interface DeleteDestinationResult {
   readonly deadLettersKept?: number;
 }
 
+/** What {@link QueueAdminProtocol.purgeDestination} did. */
+export interface PurgeDestinationResult {
+  /** Messages removed: those waiting for a consumer when the purge ran. */
+  readonly purged: number;
+  /** Why nothing was purged (the destination does not exist); absent when the purge ran. */
+  readonly reason?: string;
+}
+
 export interface DeadLetterPage {
   readonly total: number;
   readonly offset: number;
@@ -114,6 +122,14 @@ export interface QueueAdminProtocol {
     source: DeadLetterSource,
     options?: DeleteDestinationOptions,
   ): Promise<DeleteDestinationResult>;
+  /**
+   * Removes the messages waiting in a queue (or one subscription of a topic) and keeps the queue,
+   * its consumers and its dead letters in place. Messages in flight (held by a consumer) and
+   * retries already scheduled are not waiting, so they stay (except on Artemis, which schedules
+   * retries in the queue itself: they go too); an unknown destination answers
+   * `{ purged: 0, reason }`. Providers that cannot purge in place leave it out.
+   */
+  purgeDestination?(source: DeadLetterSource): Promise<PurgeDestinationResult>;
 }
 
 /**

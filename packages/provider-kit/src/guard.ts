@@ -63,6 +63,9 @@ const ADMIN_METHODS = [
   "deleteDestination",
 ] as const satisfies readonly (keyof QueueAdminProtocol)[];
 
+/** Admin methods a provider may leave out: the guarded admin has them only when the provider does. */
+const OPTIONAL_ADMIN_METHODS = ["purgeDestination"] as const satisfies readonly (keyof QueueAdminProtocol)[];
+
 /** Every property name of `target` and its prototypes (not `Object.prototype`'s). */
 function propertyNames(target: object): Set<PropertyKey> {
   const names = new Set<PropertyKey>();
@@ -134,8 +137,12 @@ export function guardProvider<P extends QueueProtocol>(
     }
   }
 
-  const admin = {} as Record<(typeof ADMIN_METHODS)[number], unknown>;
-  for (const method of ADMIN_METHODS) {
+  const admin = {} as Record<
+    (typeof ADMIN_METHODS)[number] | (typeof OPTIONAL_ADMIN_METHODS)[number],
+    unknown
+  >;
+  const offered = OPTIONAL_ADMIN_METHODS.filter((m) => typeof inner.admin[m] === "function");
+  for (const method of [...ADMIN_METHODS, ...offered]) {
     admin[method] = (...args: unknown[]) =>
       whenOpen(
         lifecycle,

@@ -104,7 +104,7 @@ async function validateCommand(ctx: CliContext, file: string): Promise<number> {
       await backend.close();
     }
   } else {
-    const { createConfigValidator } = await import("@factflow/server");
+    const { createConfigValidator } = await import("@factflow/runtime");
     const parse = createConfigValidator(await settingsOf(ctx, { adapterDir: dirname(path) }));
     result = await parse(source, path).then(
       () => ({ valid: true, issues: [] }),

@@ -71,7 +71,7 @@ export async function runCommand(ctx: CliContext, args: readonly string[]): Prom
   const { output, flags } = ctx;
   // One execution, then exit: no retention schedule (`factflow executions prune` runs it on demand),
   // and PGlite's WebAssembly is not worth optimising (see baseline-wasm.ts).
-  const { composeRuntime } = await import("@factflow/server");
+  const { composeRuntime } = await import("@factflow/runtime");
   preferBaselineWasm();
   const runtime = await composeRuntime(settings, {
     logger: cliLogger(output),

@@ -42,15 +42,29 @@ export function CopyButton(props: { text: string; label?: string; testId?: strin
  */
 export function Payload(props: { value: unknown; name: string; testId?: string }) {
   const text = JSON.stringify(props.value, null, 2) ?? "null";
+  return (
+    <TextPayload
+      text={text}
+      name={props.name}
+      type="application/json"
+      {...(props.testId === undefined ? {} : { testId: props.testId })}
+    />
+  );
+}
+
+/** Any text (a JSON body, a stack trace) with its size, the same cut, "show all", copy and download. */
+export function TextPayload(props: { text: string; name: string; type?: string; testId?: string }) {
+  const { text } = props;
+  const type = props.type ?? "text/plain";
   const size = new TextEncoder().encode(text).length;
   const [all, setAll] = useState(false);
   const cut = text.length > SHOWN && !all;
   const renderable = text.length <= RENDERABLE;
   function download() {
-    const url = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+    const url = URL.createObjectURL(new Blob([text], { type }));
     const link = document.createElement("a");
     link.href = url;
-    link.download = `${props.name}.json`;
+    link.download = `${props.name}.${type === "application/json" ? "json" : "txt"}`;
     link.click();
     setTimeout(() => URL.revokeObjectURL(url), 1000);
   }

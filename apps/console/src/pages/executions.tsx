@@ -7,6 +7,13 @@ import { counterTotals, duration, shortId } from "../format.ts";
 import { href, hrefWith, navigate, type Route } from "../router.ts";
 import { followEvents } from "../sse.ts";
 import { canResume, type SystemInfo, useSystemInfo } from "../system-info.ts";
+import {
+  type ListOrder,
+  listOrderParams,
+  readListOrder,
+  SortHeader,
+  TimeRange,
+} from "./execution-list-order.tsx";
 
 const LIMIT = 25;
 /** SSE streams the list keeps open at once: browsers allow six connections per origin. */
@@ -14,23 +21,12 @@ const MAX_STREAMS = 2;
 
 type Filters = { status: string; config: string; parent: string };
 
-/**
- * One page of executions. The API lists newest first; oldest first is the same list read from its
- * end (the total first, then the page mirrored at `total - offset - LIMIT`, reversed), so it stays
- * exact under any filter.
- */
-async function listPage(filters: Filters, offset: number, oldestFirst: boolean): Promise<Page<Execution>> {
-  if (!oldestFirst)
-    return api<Page<Execution>>("GET", `/executions${query({ ...filters, offset, limit: LIMIT })}`);
-  const { total } = await api<Page<Execution>>("GET", `/executions${query({ ...filters, limit: 1 })}`);
-  const end = total - offset;
-  if (end <= 0) return { total, offset, limit: LIMIT, items: [] };
-  const from = Math.max(0, end - LIMIT);
-  const page = await api<Page<Execution>>(
+/** One page of executions, in the order and start range asked (the API sorts and filters). */
+function listPage(filters: Filters, order: ListOrder, offset: number): Promise<Page<Execution>> {
+  return api<Page<Execution>>(
     "GET",
-    `/executions${query({ ...filters, offset: from, limit: end - from })}`,
+    `/executions${query({ ...filters, ...listOrderParams(order), offset, limit: LIMIT })}`,
   );
-  return { total: page.total, offset, limit: LIMIT, items: [...page.items].reverse() };
 }
 
 /** Executions: filters, order, paging, live updates, start / cancel / resume. */
@@ -40,10 +36,11 @@ export function ExecutionsPage(props: { route: Route }) {
   const config = p.get("config") ?? "";
   const parent = p.get("parent") ?? "";
   const offset = Number(p.get("offset") ?? "0") || 0;
-  const order = p.get("order") === "oldest" ? "oldest" : undefined;
+  const order = readListOrder(p);
+  const orderKey = JSON.stringify(order);
   const list = useLoad(
-    () => listPage({ status, config, parent }, offset, order === "oldest"),
-    [status, config, parent, offset, order],
+    () => listPage({ status, config, parent }, order, offset),
+    [status, config, parent, offset, orderKey],
     3000,
   );
   const [actionError, setActionError] = useState<Error | undefined>();
@@ -68,7 +65,20 @@ export function ExecutionsPage(props: { route: Route }) {
   }, [runningKey, list.reload]);
 
   const setFilter = (changes: Record<string, string | number | undefined>) =>
-    navigate(hrefWith(["executions"], { status, config, parent, order, offset, ...changes }));
+    navigate(
+      hrefWith(["executions"], { status, config, parent, ...listOrderParams(order), offset, ...changes }),
+    );
+  // A new order or range starts again from the first page.
+  const setOrder = (changes: Partial<ListOrder>) =>
+    navigate(
+      hrefWith(["executions"], {
+        status,
+        config,
+        parent,
+        ...listOrderParams({ ...order, ...changes }),
+        offset: 0,
+      }),
+    );
 
   async function act(id: string, action: "cancel" | "resume") {
     setActionError(undefined);
@@ -120,26 +130,18 @@ export function ExecutionsPage(props: { route: Route }) {
               onChange={(e) => setFilter({ parent: (e.target as HTMLInputElement).value.trim(), offset: 0 })}
             />
           </label>
+          <TimeRange current={order} onChange={setOrder} />
         </form>
         <ErrorBox error={list.error ?? actionError} />
         <table class="grid" data-testid="executions-table">
           <thead>
             <tr>
               <th>id</th>
-              <th>status</th>
+              <SortHeader sort="status" label="status" current={order} onChange={setOrder} />
               <th>config</th>
-              <th aria-sort={order === "oldest" ? "ascending" : "descending"}>
-                <button
-                  type="button"
-                  class="sort"
-                  data-testid="sort-started"
-                  onClick={() => setFilter({ order: order === "oldest" ? undefined : "oldest", offset: 0 })}
-                >
-                  started {order === "oldest" ? "↑ oldest first" : "↓ newest first"}
-                </button>
-              </th>
+              <SortHeader sort="started" label="started" current={order} onChange={setOrder} />
               <th>ended</th>
-              <th>duration</th>
+              <SortHeader sort="duration" label="duration" current={order} onChange={setOrder} />
               <th>acked / failed / published</th>
               <th>actions</th>
             </tr>

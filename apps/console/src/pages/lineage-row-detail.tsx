@@ -1,13 +1,13 @@
 import type { LineageRow } from "../api.ts";
 import { Section, StatusBadge } from "../components/common.tsx";
-import { CopyButton, Payload } from "../components/payload.tsx";
+import { CopyButton, Payload, TextPayload } from "../components/payload.tsx";
 import { Time } from "../components/time.tsx";
 import { href, hrefWith } from "../router.ts";
 
 /**
  * Everything lineage keeps about one row: ids (copyable), timing, input hash, output keys, the
- * error, and for a message row its body. Lineage records no headers and no stack traces: a dead
- * letter keeps its headers and last error, and the server log has the stack.
+ * error with its stack (when the adapter threw), and for a message row its body. Lineage records no
+ * headers: a dead letter keeps its headers and last error.
  */
 export function LineageRowDetail(props: { row: LineageRow; executionId: string; onClose: () => void }) {
   const r = props.row;
@@ -64,6 +64,12 @@ export function LineageRowDetail(props: { row: LineageRow; executionId: string; 
           </>
         )}
       </dl>
+      {r.error?.stack === undefined ? null : (
+        <>
+          <h3>Stack</h3>
+          <TextPayload text={r.error.stack} name={`stack-${r.id}`} testId="row-stack" />
+        </>
+      )}
       {r.kind === "message" ? (
         <>
           <h3>Body</h3>
@@ -75,8 +81,10 @@ export function LineageRowDetail(props: { row: LineageRow; executionId: string; 
         </p>
       )}
       <p class="muted">
-        Lineage records no message headers and no stack traces; a dead letter keeps its headers and last
-        error.
+        Lineage records no message headers; a dead letter keeps its headers and last error.
+        {r.error !== null && r.error.stack === undefined
+          ? " This error has no stack: the adapter reported it rather than throwing."
+          : ""}
       </p>
     </Section>
   );

@@ -3,6 +3,7 @@ import { api, type QueueStats, query } from "../api.ts";
 import { ErrorBox, Pager, useLoad } from "../components/common.tsx";
 import { appendSample, ratePerSecond, type Sample, Sparkline } from "../components/sparkline.tsx";
 import { hrefWith } from "../router.ts";
+import { PurgeQueue } from "./queue-purge.tsx";
 
 const LIMIT = 20;
 /** Statistics of the queues in view are re-read this often; each read is one sample. */
@@ -27,8 +28,8 @@ function signed(rate: number): string {
 /**
  * Queues the provider knows, with stats fetched only for the page in view: depth, consumers, in
  * flight and DLQ depth, each queue's depth over the last five minutes (sampled while the page is
- * open) with its net rate, and "purge…", which deletes a queue with its waiting messages after the
- * operator confirms.
+ * open) with its net rate, and "purge…", which removes a queue's waiting messages after the operator
+ * confirms (see `PurgeQueue`).
  */
 export function QueuesTable() {
   const [offset, setOffset] = useState(0);
@@ -70,45 +71,22 @@ export function QueuesTable() {
 
   const [purging, setPurging] = useState<string | undefined>();
   const [outcome, setOutcome] = useState<string | undefined>();
-  const [error, setError] = useState<Error | undefined>();
-  async function purge(destination: string) {
-    setPurging(undefined);
-    setError(undefined);
-    try {
-      const result = await api<{ deleted: boolean; reason: string | null; dead_letters_kept: number }>(
-        "POST",
-        "/queues/delete",
-        { destination, keep_dead_letters: true },
-      );
-      setOutcome(
-        result.deleted
-          ? `purged ${destination}${result.dead_letters_kept > 0 ? `; its ${result.dead_letters_kept} dead letters are kept` : ""}`
-          : `${destination} was not purged: ${result.reason ?? "the provider refused"}`,
-      );
-    } catch (e) {
-      setError(e as Error);
-    }
-    list.reload();
-    stats.reload();
-  }
 
   return (
     <div>
-      <ErrorBox error={list.error ?? error} />
+      <ErrorBox error={list.error} />
       {purging === undefined ? null : (
-        <div class="confirm" data-testid="confirm-purge">
-          <p>
-            Purge {purging}? The queue is deleted with the {stats.data?.[purging]?.depth ?? "?"} messages
-            waiting in it (it is created again when something publishes to it or consumes it); its dead
-            letters are kept. Refused while a consumer is attached.
-          </p>
-          <button type="button" data-testid="confirm-purge-yes" onClick={() => purge(purging)}>
-            purge
-          </button>{" "}
-          <button type="button" onClick={() => setPurging(undefined)}>
-            keep as is
-          </button>
-        </div>
+        <PurgeQueue
+          key={purging}
+          destination={purging}
+          onClose={() => setPurging(undefined)}
+          onDone={(text) => {
+            setPurging(undefined);
+            setOutcome(text);
+            list.reload();
+            stats.reload();
+          }}
+        />
       )}
       {outcome === undefined ? null : (
         <p class="ok" data-testid="purge-outcome">
@@ -164,7 +142,14 @@ export function QueuesTable() {
                 </td>
                 <td class="actions">
                   {d.kind === "queue" ? (
-                    <button type="button" data-testid="purge" onClick={() => setPurging(d.destination)}>
+                    <button
+                      type="button"
+                      data-testid="purge"
+                      onClick={() => {
+                        setOutcome(undefined);
+                        setPurging(d.destination);
+                      }}
+                    >
                       purge…
                     </button>
                   ) : null}

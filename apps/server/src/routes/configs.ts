@@ -1,9 +1,9 @@
 import { ConfigError, type ConfigIssue } from "@factflow/protocols";
+import type { FactflowRuntime } from "@factflow/runtime";
 import { type Context, Hono } from "hono";
 import * as v from "valibot";
 import { HttpProblem } from "../http-errors.js";
 import { readJson, readQuery } from "../http-input.js";
-import type { FactflowRuntime } from "../runtime.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody, queryParams } from "./typed-input.js";
 

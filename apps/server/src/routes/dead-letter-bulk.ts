@@ -1,9 +1,9 @@
 import { parseDestination } from "@factflow/protocols";
+import type { FactflowRuntime } from "@factflow/runtime";
 import { Hono } from "hono";
 import * as v from "valibot";
 import { readJson } from "../http-input.js";
 import { assertRedriveAllowed } from "../redrive-guard.js";
-import type { FactflowRuntime } from "../runtime.js";
 import { cleanupDone } from "./queues.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody } from "./typed-input.js";

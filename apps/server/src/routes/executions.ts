@@ -1,11 +1,10 @@
 import { FactflowError, type JsonValue } from "@factflow/protocols";
+import { type FactflowRuntime, stallJson } from "@factflow/runtime";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import * as v from "valibot";
 import { PagingQuery, readJson, readQuery } from "../http-input.js";
-import type { FactflowRuntime } from "../runtime.js";
 import { executionJson, inputJson, lineageJson, routeCountsJson } from "../serialize.js";
-import { stallJson } from "../stall.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody, queryParams } from "./typed-input.js";
 
@@ -24,6 +23,13 @@ const ListQuery = v.object({
   ),
   config: v.optional(v.string()),
   parent: v.optional(v.string()),
+  sort: v.optional(
+    v.picklist(["started", "duration", "status"], "must be started, duration or status"),
+    "started",
+  ),
+  order: v.optional(v.picklist(["asc", "desc"], "must be asc or desc"), "desc"),
+  from: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 instant with a zone"))),
+  to: v.optional(v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 instant with a zone"))),
   ...PagingQuery,
 });
 
@@ -160,6 +166,10 @@ export function executionRoutes(rt: FactflowRuntime) {
         ...(q.status === undefined ? {} : { status: q.status }),
         ...(q.config === undefined ? {} : { configName: q.config }),
         ...(q.parent === undefined ? {} : { parentExecutionId: q.parent }),
+        ...(q.from === undefined ? {} : { startedFrom: q.from }),
+        ...(q.to === undefined ? {} : { startedTo: q.to }),
+        sort: q.sort,
+        direction: q.order,
         offset: q.offset,
         limit: q.limit,
         includeInput: false,

@@ -1,5 +1,5 @@
 import { overrideInbound, ProviderError, type QueueDefinition, type RouteConfig } from "@factflow/protocols";
-import type { FactflowRuntime } from "../runtime.js";
+import type { FactflowRuntime } from "@factflow/runtime";
 
 /** How many running executions `GET /queues/{name}` reports at most. */
 const MAX_EXECUTIONS = 100;

@@ -1,11 +1,11 @@
 import type { DeadLetter, DeadLetterSource } from "@factflow/protocols";
 import { FactflowError, parseDestination, QueueDefinitionSchema } from "@factflow/protocols";
+import { type FactflowRuntime, queueDefinitionStoreFor } from "@factflow/runtime";
 import { Hono } from "hono";
 import * as v from "valibot";
+import { HttpProblem } from "../http-errors.js";
 import { PagingQuery, readJson, readQuery } from "../http-input.js";
-import { assertRedriveAllowed, executionOfDestination } from "../redrive-guard.js";
-import type { FactflowRuntime } from "../runtime.js";
-import { queueDefinitionStoreFor } from "./queue-definition-store.js";
+import { assertPurgeAllowed, assertRedriveAllowed, executionOfDestination } from "../redrive-guard.js";
 import { namedQueueStatus } from "./queue-status.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody, queryParams } from "./typed-input.js";
@@ -25,6 +25,8 @@ const OneBody = v.strictObject({ ...SourceFields, message_id: v.pipe(v.string(),
 const force = v.optional(v.boolean(), false);
 const RedriveBody = v.strictObject({ ...SourceFields, force });
 const RedriveOneBody = v.strictObject({ ...SourceFields, message_id: OneBody.entries.message_id, force });
+/** Purges refuse queues of running executions unless `force` is true (see purge-guard). */
+const PurgeBody = v.strictObject({ ...SourceFields, force });
 const DeleteBody = v.strictObject({
   ...SourceFields,
   if_empty: v.optional(v.boolean(), false),
@@ -84,6 +86,14 @@ export const QUEUE_ROUTES: readonly RouteDoc[] = [
     summary: "Delete a queue or subscription (dead letters kept unless keep_dead_letters is false)",
     tag: "queues",
     body: DeleteBody,
+  },
+  {
+    method: "post",
+    path: "/queues/purge",
+    summary:
+      "Remove the messages waiting in a queue, keeping the queue, its consumers and its dead letters. 409 execution_running when the queue's execution (/queue/<execution_id>/...) is running, unless force: true; 501 purge_not_supported on a provider without purge",
+    tag: "queues",
+    body: PurgeBody,
   },
   {
     method: "get",
@@ -207,6 +217,25 @@ export function queueRoutes(rt: FactflowRuntime) {
           deleted: result.deleted,
           reason: result.reason ?? null,
           dead_letters_kept: result.deadLettersKept ?? 0,
+        });
+      })
+      .post("/queues/purge", jsonBody(PurgeBody), async (c) => {
+        const body = await readJson(c, PurgeBody);
+        const provider = admin();
+        if (provider.purgeDestination === undefined) {
+          throw new HttpProblem(
+            501,
+            "purge_not_supported",
+            "[factflow/server] this server's provider cannot purge a queue in place; POST /api/v1/queues/delete removes the queue with its waiting messages",
+          );
+        }
+        await assertPurgeAllowed(rt.executions, body.destination, body.force);
+        const result = await provider.purgeDestination(sourceOf(body));
+        return c.json({
+          destination: body.destination,
+          subscription: body.subscription ?? null,
+          purged: result.purged,
+          reason: result.reason ?? null,
         });
       })
       .get("/queues/:name", async (c) => {

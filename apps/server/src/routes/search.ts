@@ -1,8 +1,8 @@
 import { isUuid } from "@factflow/lineage";
+import type { FactflowRuntime } from "@factflow/runtime";
 import { Hono } from "hono";
 import * as v from "valibot";
 import { queryInt, readQuery } from "../http-input.js";
-import type { FactflowRuntime } from "../runtime.js";
 import { executionJson } from "../serialize.js";
 import type { RouteDoc } from "./route-doc.js";
 import { queryParams } from "./typed-input.js";

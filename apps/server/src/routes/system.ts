@@ -1,10 +1,9 @@
 import type { PipelineConfig } from "@factflow/protocols";
+import { type FactflowRuntime, redactSettings } from "@factflow/runtime";
 import { Hono } from "hono";
 import * as v from "valibot";
 import { readJson } from "../http-input.js";
 import { diagnosticLine, runMqDiagnostic } from "../mq-diagnostic.js";
-import type { FactflowRuntime } from "../runtime.js";
-import { redactSettings } from "../settings.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody } from "./typed-input.js";
 

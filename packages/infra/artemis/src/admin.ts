@@ -8,6 +8,7 @@ import {
   type DestinationStats,
   Headers,
   ProviderError,
+  type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
 import { redriveHeaders } from "@factflow/provider-kit";
@@ -269,6 +270,18 @@ export class ArtemisAdmin implements QueueAdminProtocol {
         options,
       );
     });
+  }
+
+  /**
+   * `removeMessages` with no filter on the queue: what waits goes, and so do deliveries the broker
+   * has scheduled on it (retries waiting out their backoff); deliveries a consumer holds stay.
+   */
+  async purgeDestination(source: DeadLetterSource): Promise<PurgeDestinationResult> {
+    const { target, queue } = this.resolve(source);
+    if (!(await this.deps.management.queueFigures(queue)).exists)
+      return { purged: 0, reason: `${target.destination} does not exist` };
+    const removed = await this.deps.management.invoke(`queue.${queue}`, "removeMessages", [""]);
+    return { purged: Number(removed) || 0 };
   }
 
   private resolve(source: DeadLetterSource): {

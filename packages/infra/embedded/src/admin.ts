@@ -7,6 +7,7 @@ import {
   type DestinationInfo,
   type DestinationStats,
   Headers,
+  type PurgeDestinationResult,
   type QueueAdminProtocol,
   TOPIC_PREFIX,
 } from "@factflow/protocols";
@@ -155,6 +156,9 @@ async function deleteQueue(
   return { deleted: true, deadLettersKept: 0 };
 }
 
+/** A `now` past every delay: `ready.next(ALL)` hands out delayed messages too. */
+const ALL = Number.MAX_SAFE_INTEGER;
+
 /**
  * The admin API over the broker's own structures, so every figure is exact the moment it is read.
  * `use` is the provider's lifecycle guard: it returns the broker or throws the right error.
@@ -245,6 +249,21 @@ export function createAdmin(use: (operation: string) => Broker): QueueAdminProto
 
     async deleteDestination(source, options = {}): Promise<DeleteDestinationResult> {
       return deleteQueue(use("admin.deleteDestination"), source, options);
+    },
+
+    async purgeDestination(source): Promise<PurgeDestinationResult> {
+      const broker = use("admin.purgeDestination");
+      const queue = queuesOf(broker, source, true)[0];
+      if (queue === undefined) return { purged: 0, reason: `${describeSource(source)} does not exist` };
+      // Every waiting message, delayed ones too; in-flight messages belong to their consumer and
+      // scheduled retries to their timers.
+      const drained: StoredMessage[] = [];
+      for (let m = queue.ready.next(ALL); m !== undefined; m = queue.ready.next(ALL)) {
+        queue.release(m);
+        drained.push(m);
+      }
+      for (const message of drained) await broker.discard(queue, message);
+      return { purged: drained.length };
     },
   };
 }

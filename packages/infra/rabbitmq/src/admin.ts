@@ -8,6 +8,7 @@ import {
   type DestinationStats,
   Headers,
   ProviderError,
+  type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
 import { redriveHeaders } from "@factflow/provider-kit";
@@ -256,6 +257,25 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
         options,
       ),
     );
+  }
+
+  async purgeDestination(source: DeadLetterSource): Promise<PurgeDestinationResult> {
+    const resolved = this.resolve(source);
+    const { topology } = this.deps;
+    // A passive check first: purging a queue that does not exist would close the channel (404).
+    if ((await topology.check(resolved.sourceQueue)) === undefined)
+      return { purged: 0, reason: `${resolved.describe} does not exist` };
+    // queue.purge removes what is ready; unacknowledged deliveries stay with their consumers and
+    // scheduled retries wait in their own holding queues.
+    const what = `purging "${resolved.describe}"`;
+    try {
+      const { messageCount } = await topology.run(what, (channel) =>
+        channel.purgeQueue(resolved.sourceQueue),
+      );
+      return { purged: messageCount };
+    } catch (error) {
+      throw classifyAmqpError(error, what, this.deps.config.url);
+    }
   }
 
   /** Finds one dead letter by id, runs `before` on it and acks it; every other fetched message goes back. */

@@ -7,6 +7,7 @@ import {
   type DestinationInfo,
   type DestinationStats,
   Headers,
+  type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
 import { invalidInputError, parseAttempt, redriveHeaders } from "@factflow/provider-kit";
@@ -16,7 +17,7 @@ import { bodyForDisplay, parseHeaders, rawEntry } from "./codec.js";
 import type { RedisConfig } from "./config.js";
 import { envelopeOfDeadLetter } from "./dead-letter.js";
 import { GROUP, type LaneKeys, laneFor } from "./naming.js";
-import { DELETE_LANE, DISCARD, REDRIVE, runScript, STATS } from "./scripts.js";
+import { DELETE_LANE, DISCARD, PURGE, REDRIVE, runScript, STATS } from "./scripts.js";
 
 /** Dead letters read per round trip while searching, browsing past an offset or redriving. */
 const PAGE = 200;
@@ -199,6 +200,18 @@ export class RedisAdmin implements QueueAdminProtocol {
         entry !== undefined && (await runScript<number>(this.redis, DISCARD, [lane.dlq], [entry[0]])) === 1;
       return { discarded };
     });
+  }
+
+  async purgeDestination(source: DeadLetterSource): Promise<PurgeDestinationResult> {
+    const lane = this.lane(source);
+    // Undelivered entries only: pending ones stay with their consumers, and the delayed set (delayed
+    // publishes and scheduled retries) is promoted into the stream when due.
+    const purged = await this.call(`purge "${lane.destination}"`, () =>
+      runScript<number>(this.redis, PURGE, [lane.stream], [GROUP]),
+    );
+    return purged < 0
+      ? { purged: 0, reason: `unknown destination "${lane.destination}": nothing to purge` }
+      : { purged };
   }
 
   async deleteDestination(

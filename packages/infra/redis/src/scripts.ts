@@ -309,3 +309,34 @@ export async function runScript<T = unknown>(
     return (await redis.eval(s.lua, keys.length, ...keys, ...args)) as T;
   }
 }
+
+/**
+ * KEYS: stream. ARGV: group. Deletes the entries the group has not delivered yet (after its
+ * last-delivered id; every entry when no group exists), leaving pending ones with their consumers.
+ * Returns how many were deleted, or -1 when the stream does not exist.
+ */
+export const PURGE = script(
+  "purge",
+  `if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local last = '0-0'
+local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', KEYS[1])
+if ok then
+  for _, g in ipairs(groups) do
+    local name, id
+    for i = 1, #g, 2 do
+      if g[i] == 'name' then name = g[i + 1] elseif g[i] == 'last-delivered-id' then id = g[i + 1] end
+    end
+    if name == ARGV[1] then last = id end
+  end
+end
+local purged = 0
+while true do
+  local entries = redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 500)
+  if #entries == 0 then break end
+  local ids = {}
+  for i, e in ipairs(entries) do ids[i] = e[1] end
+  purged = purged + redis.call('XDEL', KEYS[1], unpack(ids))
+  last = ids[#ids]
+end
+return purged`,
+);

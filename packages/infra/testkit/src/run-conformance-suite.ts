@@ -11,6 +11,7 @@ import { registerNeverSettles } from "./groups/never-settles.js";
 import { registerOrderedGroups } from "./groups/ordered-groups.js";
 import { registerOrdering } from "./groups/ordering.js";
 import { registerPauseResume } from "./groups/pause-resume.js";
+import { registerPurge } from "./groups/purge.js";
 import { registerQueues } from "./groups/queues.js";
 import { registerReleasedSignals } from "./groups/released-signals.js";
 import { registerRetry } from "./groups/retry.js";
@@ -110,6 +111,7 @@ function registerGroups(resolved: ResolvedOptions, report: SuiteReport): void {
   describe("dead letters", () => registerDeadLetters(env));
   describe("verdicts", () => registerVerdicts(env));
   describe("cleanup", () => registerCleanup(env));
+  describe("purge", () => registerPurge(env));
   describe("stats", () => registerStats(env));
   describe("ordering", () => registerOrdering(env));
   describe("ordered groups", () => registerOrderedGroups(env));

@@ -10,8 +10,8 @@ import type {
 } from "@factflow/protocols";
 import type { ConfigCatalog } from "./config-catalog.js";
 import type { FactflowMetrics } from "./metrics.js";
+import type { QueueDefinitionStore } from "./queue-definition-store.js";
 import type { RetentionJob } from "./retention.js";
-import type { QueueDefinitionStore } from "./routes/queue-definition-store.js";
 import type { Settings } from "./settings.js";
 
 /** One event of an execution's stream (SSE). Ids increase per execution. */
