@@ -775,6 +775,10 @@ export class RouteProcessor {
     const attempt = delivery.attempt;
     const withError = error === undefined ? {} : { error };
     const ledger = this.#runtime.deliveries;
+    // A result of this attempt supersedes what an earlier one left waiting for a verdict: an ordered
+    // group retries in place, so a message that failed may be acknowledged or rejected before the
+    // provider reports anything, and that later report must not reopen or re-close its row.
+    this.#awaitingVerdict.delete(id);
     if (status === MessageStatus.ACKNOWLEDGED) {
       lineage.update(id, { status: "completed", finishedAt, attempt });
       ledger.settle(id, "completed", attempt);
