@@ -30,7 +30,7 @@ Options:
   --token T              API token (env FACTFLOW_API_TOKEN)
   --settings FILE        settings file (env FACTFLOW_SETTINGS_FILE)
   --data-dir DIR         data directory (env FACTFLOW_DATA_DIR, default .factflow)
-  --provider NAME        embedded | rabbitmq | artemis (env FACTFLOW_PROVIDER)
+  --provider NAME        embedded | rabbitmq | artemis | redis | pulsar (env FACTFLOW_PROVIDER)
   --lineage MODE         database (default) | memory: lineage and executions in this process only,
                          nothing persisted (env FACTFLOW_LINEAGE)
   --limit N --offset N   paging of list commands
