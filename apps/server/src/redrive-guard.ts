@@ -1,6 +1,6 @@
 import { parseScopedDestination } from "@factflow/engine";
 import { isUuid } from "@factflow/lineage";
-import type { ExecutionStoreProtocol } from "@factflow/protocols";
+import type { ExecutionRecord, ExecutionStoreProtocol } from "@factflow/protocols";
 import { ExecutionNotRunningError, HttpProblem } from "./http-errors.js";
 
 /**
@@ -11,6 +11,18 @@ import { ExecutionNotRunningError, HttpProblem } from "./http-errors.js";
 export function executionOfDestination(destination: string): string | undefined {
   const executionId = parseScopedDestination(destination)?.executionId;
   return executionId !== undefined && isUuid(executionId) ? executionId : undefined;
+}
+
+/** The owning execution of `destination` and its record, or undefined when no check applies. */
+async function owningExecution(
+  executions: ExecutionStoreProtocol,
+  destination: string,
+  force: boolean,
+): Promise<{ executionId: string; record: ExecutionRecord | undefined } | undefined> {
+  if (force) return undefined;
+  const executionId = executionOfDestination(destination);
+  if (executionId === undefined) return undefined;
+  return { executionId, record: await executions.getExecution(executionId) };
 }
 
 /**
@@ -26,11 +38,9 @@ export async function assertRedriveAllowed(
   destination: string,
   force: boolean,
 ): Promise<void> {
-  if (force) return;
-  const executionId = executionOfDestination(destination);
-  if (executionId === undefined) return;
-  const record = await executions.getExecution(executionId);
-  if (record?.status === "running") return;
+  const owner = await owningExecution(executions, destination, force);
+  if (owner === undefined || owner.record?.status === "running") return;
+  const { executionId, record } = owner;
   const state = record === undefined ? "unknown (never created here, or pruned)" : record.status;
   throw new ExecutionNotRunningError(
     executionId,
@@ -55,11 +65,9 @@ export async function assertPurgeAllowed(
   destination: string,
   force: boolean,
 ): Promise<void> {
-  if (force) return;
-  const executionId = executionOfDestination(destination);
-  if (executionId === undefined) return;
-  const record = await executions.getExecution(executionId);
-  if (record?.status !== "running") return;
+  const owner = await owningExecution(executions, destination, force);
+  if (owner === undefined || owner.record?.status !== "running") return;
+  const { executionId } = owner;
   throw new HttpProblem(
     409,
     "execution_running",
