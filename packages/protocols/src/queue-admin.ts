@@ -125,8 +125,9 @@ export interface QueueAdminProtocol {
   /**
    * Removes the messages waiting in a queue (or one subscription of a topic) and keeps the queue,
    * its consumers and its dead letters in place. Messages in flight (held by a consumer) and
-   * retries already scheduled are not waiting, so they stay (except on Artemis, which schedules
-   * retries in the queue itself: they go too); an unknown destination answers
+   * retries already scheduled are not waiting, so they stay (except on Artemis and Pulsar, which
+   * schedule retries in the queue itself: they go too; Pulsar's purge also stops the broker keeping
+   * deliveries in flight, which their consumers still settle); an unknown destination answers
    * `{ purged: 0, reason }`. Providers that cannot purge in place leave it out.
    */
   purgeDestination?(source: DeadLetterSource): Promise<PurgeDestinationResult>;

@@ -8,6 +8,7 @@ import {
   type DestinationStats,
   Headers,
   ProviderError,
+  type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
 import { parseAttempt, redriveHeaders } from "@factflow/provider-kit";
@@ -15,7 +16,7 @@ import { copyPayload, decodeMessage, decodePayload } from "./codec.js";
 import type { PulsarConfig } from "./config.js";
 import { DEAD_LETTER_SUBSCRIPTION, type PulsarRoute, resolveDestination, routeOf } from "./naming.js";
 import type { Producers } from "./producers.js";
-import type { PulsarRest } from "./rest.js";
+import type { PulsarRest, SubscriptionFigures } from "./rest.js";
 import type { Topics } from "./topics.js";
 import type { ConsumerLink, IncomingMessage, PulsarTransport } from "./transport.js";
 
@@ -72,10 +73,7 @@ export class PulsarAdmin implements QueueAdminProtocol {
     return this.deps.destinations();
   }
 
-  private async backlogOf(
-    topic: string,
-    subscription: string,
-  ): Promise<{ backlog: number; consumers: number } | undefined> {
+  private async backlogOf(topic: string, subscription: string): Promise<SubscriptionFigures | undefined> {
     return (await this.deps.rest.subscriptions(topic))?.get(subscription);
   }
 
@@ -246,6 +244,34 @@ export class PulsarAdmin implements QueueAdminProtocol {
       if ((await this.deadLetterCount(route)) <= want) return;
       await sleep(50);
     }
+  }
+
+  /**
+   * Clears the backlog of the route's subscription (and of a topic subscription's retry topic) with
+   * the admin API's skip-all. The count is the backlog read just before, minus what consumers hold:
+   * the broker's unacknowledged count, or what this process holds unsettled when that is more (the
+   * broker counts nothing on `Failover` subscriptions). A redriven copy waiting on the retry topic
+   * goes too. Deliveries a consumer holds are still handled and settled, but the broker no longer
+   * keeps them (see docs/providers/pulsar.md).
+   */
+  async purgeDestination(source: DeadLetterSource): Promise<PurgeDestinationResult> {
+    const route = routeFor(source);
+    const { rest } = this.deps;
+    const main = await this.backlogOf(route.topic, route.pulsarSubscription);
+    if (main === undefined) return { purged: 0, reason: `${describe(route)} does not exist` };
+    const retry =
+      route.retryTopic === route.topic
+        ? undefined
+        : await this.backlogOf(route.retryTopic, route.pulsarSubscription);
+    const inFlight = this.deps.inFlight(
+      route.destination,
+      route.kind === "topic" ? route.subscription : undefined,
+    );
+    const held = Math.max(main.unacked + (retry?.unacked ?? 0), inFlight);
+    const backlog = main.backlog + (retry?.backlog ?? 0);
+    await rest.skipAll(route.topic, route.pulsarSubscription);
+    if (retry !== undefined) await rest.skipAll(route.retryTopic, route.pulsarSubscription);
+    return { purged: Math.max(0, backlog - held) };
   }
 
   async deleteDestination(

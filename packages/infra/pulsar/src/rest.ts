@@ -24,6 +24,11 @@ const BUSY_BACKOFF: Backoff = { initialDelayMs: 100, maxDelayMs: 2000, jitter: 0
 export interface SubscriptionFigures {
   readonly backlog: number;
   readonly consumers: number;
+  /**
+   * Messages the broker has handed to the consumers and not had acknowledged (counted by the broker
+   * on `Shared` subscriptions only; 0 on `Failover` ones).
+   */
+  readonly unacked: number;
 }
 
 /** One message read with peek: its position on the subscription, broker id and payload bytes. */
@@ -150,11 +155,13 @@ export class PulsarRest {
     }
     if (!response.ok) await this.fail(response, what);
     const stats = (await response.json()) as {
-      subscriptions?: Record<string, { msgBacklog?: number; consumers?: unknown[] }>;
+      subscriptions?: Record<string, { msgBacklog?: number; consumers?: { unackedMessages?: number }[] }>;
     };
     const out = new Map<string, SubscriptionFigures>();
     for (const [name, sub] of Object.entries(stats.subscriptions ?? {})) {
-      out.set(name, { backlog: sub.msgBacklog ?? 0, consumers: sub.consumers?.length ?? 0 });
+      const consumers = sub.consumers ?? [];
+      const unacked = consumers.reduce((sum, consumer) => sum + (consumer.unackedMessages ?? 0), 0);
+      out.set(name, { backlog: sub.msgBacklog ?? 0, consumers: consumers.length, unacked });
     }
     return out;
   }
@@ -195,6 +202,26 @@ export class PulsarRest {
   async deleteTopic(topic: string): Promise<boolean> {
     const what = `deleting topic "${topic}"`;
     const response = await this.callUnlessBusy("DELETE", `${this.topicPath(topic)}?force=true`, what);
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return false;
+    }
+    if (!response.ok) await this.fail(response, what);
+    await response.body?.cancel();
+    return true;
+  }
+
+  /**
+   * Skips every message of a subscription's backlog (the admin API's clear-backlog): the cursor
+   * moves to the end of the topic. False when the topic or subscription does not exist.
+   */
+  async skipAll(topic: string, subscription: string): Promise<boolean> {
+    const what = `skipping the backlog of subscription "${subscription}" on topic "${topic}"`;
+    const response = await this.callUnlessBusy(
+      "POST",
+      `${this.topicPath(topic)}/subscription/${encodeURIComponent(subscription)}/skip_all`,
+      what,
+    );
     if (response.status === 404) {
       await response.body?.cancel();
       return false;
