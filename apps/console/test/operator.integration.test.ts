@@ -25,6 +25,20 @@ routes:
         config: { ms: 25 }
 `;
 
+/** One message whose adapter throws: storage refuses the key "runs/../out.json". */
+const THROWING = `
+name: throwing
+settings:
+  retry: { max_attempts: 1 }
+init: { route: store, message: {} }
+routes:
+  store:
+    inbound: { queue: throwing.store }
+    adapters:
+      - type: write_artefact
+        config: { key: "runs/{body.name}/out.json" }
+`;
+
 interface Row {
   id: string;
   kind: string;
@@ -354,44 +368,39 @@ describe.skipIf(missing !== undefined)("what an operator reaches for, in Chromiu
     expect(await started.textContent()).toMatch(/(UTC|GMT[+-]?\d*).*ago/);
   });
 
-  it("shows a lineage row's error stack when the API has one, capped, with copy", async () => {
+  it("shows the stack of an Error an adapter threw, whole, with copy", async () => {
     const { page } = b;
-    // Lineage keeps a stack only for a thrown Error (the example's adapters report theirs): the API's
-    // answer is given one here, 30,000 characters long, to check the view and its cut.
-    const rows = (
-      await server.call("GET", `/executions/${done}/lineage?route=enrich&status=failed&limit=500`)
-    ).body.items as Row[];
-    const index = rows.findIndex((r) => r.kind === "adapter" && r.error !== null);
-    const stack = `Error: boom\n${"    at handler (/srv/adapter.js:1:1)\n".repeat(800)}`.slice(0, 30_000);
-    await page.route(`**/api/v1/executions/${done}/lineage?*`, async (route) => {
-      const response = await route.fetch();
-      const body = await response.json();
-      for (const item of body.items as Row[]) {
-        if (item.id === rows[index]?.id) (item.error as { stack?: string }).stack = stack;
-      }
-      await route.fulfill({ response, json: body });
-    });
-    try {
-      await page.goto(`${server.base}/ui/#/executions/${done}/lineage?route=enrich&status=failed`);
-      await page.locator(".vtable-row [data-testid=row-details]").first().waitFor();
-      await page.locator(".vtable-body").evaluate((el, i) => {
-        el.scrollTop = Math.max(0, i * 28 - 56);
-      }, index);
-      await page.locator(`.vtable-row[data-index="${index}"] [data-testid=row-details]`).click();
-      const shown = page.getByTestId("row-stack");
-      await shown.waitFor();
-      expect(await shown.getAttribute("data-size")).toBe(String(Buffer.byteLength(stack)));
-      expect(await shown.getAttribute("data-cut")).toBe("true");
-      expect(await shown.locator("pre").textContent()).toBe(stack.slice(0, 20_000));
-      await shown.getByTestId("show-all").click();
-      await expect.poll(() => shown.locator("pre").textContent()).toBe(stack);
-      await shown.getByTestId("copy-payload").click();
-      await expect.poll(() => shown.locator(".copy-state").textContent()).toContain("copied");
-      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(stack);
-      expect(await seriousViolations(page)).toEqual([]);
-    } finally {
-      await page.unroute(`**/api/v1/executions/${done}/lineage?*`);
-    }
+    // write_artefact hands its key to storage, which throws on a ".." segment: a real Error thrown
+    // out of the adapter, whose stack lineage keeps.
+    expect((await server.call("POST", "/configs/throwing/versions", { source: THROWING })).status).toBe(201);
+    const id = (await server.call("POST", "/executions", { config: "throwing", input: { name: ".." } })).body
+      .id as string;
+    await finished(id);
+    const rows = (await server.call("GET", `/executions/${id}/lineage?route=store&kind=adapter`)).body
+      .items as (Row & { error: { class: string; message: string; stack?: string } | null })[];
+    const thrown = rows.find((r) => r.error?.stack !== undefined);
+    const stack = thrown?.error?.stack ?? "";
+    expect(stack).toMatch(
+      /^FactflowError: \[factflow\/storage\] artefact key "runs\/\.\.\/out\.json" is invalid/,
+    );
+    expect(stack).toMatch(/\n\s+at /);
+
+    await page.goto(`${server.base}/ui/#/executions/${id}/lineage?route=store&kind=adapter`);
+    await page.locator(".vtable-row [data-testid=row-details]").first().waitFor();
+    const index = rows.indexOf(thrown as (typeof rows)[number]);
+    await page.locator(`.vtable-row[data-index="${index}"] [data-testid=row-details]`).click();
+    expect(await page.getByTestId("row-error").textContent()).toContain(
+      `FactflowError: ${thrown?.error?.message}`,
+    );
+    const shown = page.getByTestId("row-stack");
+    await shown.waitFor();
+    expect(await shown.getAttribute("data-size")).toBe(String(Buffer.byteLength(stack)));
+    expect(await shown.getAttribute("data-cut")).toBe("false");
+    expect(await shown.locator("pre").textContent()).toBe(stack);
+    await shown.getByTestId("copy-payload").click();
+    await expect.poll(() => shown.locator(".copy-state").textContent()).toContain("copied");
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(stack);
+    expect(await seriousViolations(page)).toEqual([]);
   });
 
   it("follows the system's dark preference and stays readable there", async () => {
