@@ -92,7 +92,7 @@ export class CountingLineage implements LineageProtocol {
   }
 
   async tree() {
-    return [];
+    return { items: [], truncated: false };
   }
 
   async routeInputs() {

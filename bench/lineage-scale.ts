@@ -229,12 +229,12 @@ async function checkTarget(lineage: LineageProtocol, executionId: string, messag
   const counted = counts.reduce((sum, c) => sum + c.count, 0);
   if (
     open !== OPEN_CHILDREN * 3 ||
-    tree.length !== 5 ||
+    tree.items.length !== 5 ||
     page.total !== TARGET_ROWS ||
     counted !== TARGET_ROWS
   ) {
     throw new Error(
-      `[factflow/bench] the target execution reads wrong: open ${open}, tree ${tree.length}, total ${page.total}, counted ${counted}`,
+      `[factflow/bench] the target execution reads wrong: open ${open}, tree ${tree.items.length}, total ${page.total}, counted ${counted}`,
     );
   }
 }

@@ -74,7 +74,7 @@ describe.each([
 
       // The written batch descends from the root through one file, one section and one batch
       // member (the batch's leader: the member whose delivery carried the batch on).
-      const leafTree = await db.lineage.tree(id, leaf.messageId);
+      const leafTree = (await db.lineage.tree(id, leaf.messageId)).items;
       expect(leafTree.map((r) => r.id)).toContain(root.id);
       expect(messageRoutes(leafTree)).toEqual(["discover", "split", "enrich", "batch", "write"]);
       // Every adapter row of every ancestor message is in the tree as well.
@@ -93,7 +93,7 @@ describe.each([
 
       // From every section: up to the root, down to nothing but its own batch hop.
       for (const section of byRoute("enrich")) {
-        const tree = await db.lineage.tree(id, section.messageId);
+        const tree = (await db.lineage.tree(id, section.messageId)).items;
         expect(tree.map((r) => r.id)).toContain(root.id);
         expect(messageRoutes(tree).slice(0, 3)).toEqual(["discover", "split", "enrich"]);
         // Its own file only, not the other one.

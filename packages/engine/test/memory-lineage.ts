@@ -54,7 +54,7 @@ export function memoryLineage(): LineageProtocol {
       return [...counts.values()];
     },
     async tree(executionId, messageId) {
-      return of(executionId).filter((r) => r.messageId === messageId);
+      return { items: of(executionId).filter((r) => r.messageId === messageId), truncated: false };
     },
     async routeInputs(executionId, route, messageIds) {
       const inputs: RecordedInput[] = [];

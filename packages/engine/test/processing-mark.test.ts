@@ -45,7 +45,7 @@ function watched(lineage: LineageProtocol): { lineage: LineageProtocol; updates:
     counters: () => lineage.counters(),
     rows: (id, query) => lineage.rows(id, query),
     countsByRoute: (id) => lineage.countsByRoute(id),
-    tree: (id, messageId) => lineage.tree(id, messageId),
+    tree: (id, messageId, query) => lineage.tree(id, messageId, query),
     routeInputs: (id, route, messageIds) => lineage.routeInputs(id, route, messageIds),
     close: () => lineage.close(),
   };

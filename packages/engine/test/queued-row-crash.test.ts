@@ -132,7 +132,7 @@ describe("message rows queued by a process that stopped", () => {
           const withRow = new Set(rows.filter((r) => r.kind === "message").map((r) => r.messageId));
           expect(rows.filter((r) => r.kind === "adapter" && !withRow.has(r.messageId))).toEqual([]);
           // And the tree of a held message reaches the init message.
-          const tree = await second.db.lineage.tree(id, (held[0] as LineageRow).messageId);
+          const tree = (await second.db.lineage.tree(id, (held[0] as LineageRow).messageId)).items;
           expect(
             tree
               .filter((r) => r.kind === "message")

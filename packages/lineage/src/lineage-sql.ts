@@ -174,6 +174,11 @@ function columnArrays<T>(items: readonly T[], columns: readonly (readonly [keyof
   });
 }
 
+/** A PostgreSQL array literal of `values`, every element quoted (see columnArrays). */
+export function arrayLiteral(values: readonly string[]): string {
+  return `{${values.map(quoteElement).join(",")}}`;
+}
+
 function quoteElement(text: string): string {
   if (text.includes('"') || text.includes("\\")) return `"${text.replace(/["\\]/g, "\\$&")}"`;
   return `"${text}"`;

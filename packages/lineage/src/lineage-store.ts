@@ -3,6 +3,8 @@ import type {
   LineagePageQuery,
   LineageProtocol,
   LineageRow,
+  LineageTree,
+  LineageTreeQuery,
   LineageUpdate,
   Logger,
   RecordedInput,
@@ -12,6 +14,7 @@ import { OPEN_LINEAGE_STATUSES } from "@factflow/protocols";
 import { type Kysely, sql } from "kysely";
 import { assertUuid, pageOf } from "./ids.js";
 import { fromStoredRow, type StoredLineageRow } from "./lineage-rows.js";
+import { arrayLiteral } from "./lineage-sql.js";
 import { LineageWriter, type LineageWriterOptions } from "./lineage-writer.js";
 import { queryMessageStatus } from "./message-status-query.js";
 import {
@@ -20,6 +23,7 @@ import {
   invalid,
   LINEAGE_KINDS as KINDS,
   LINEAGE_STATUSES as STATUSES,
+  treeLimitOf,
 } from "./row-checks.js";
 import type { LineageDatabaseSchema } from "./schema.js";
 import type { LineageSqlRunner } from "./sql-runner.js";
@@ -126,18 +130,17 @@ export class LineageStore implements LineageProtocol {
     );
   }
 
-  async tree(executionId: string, messageId: string): Promise<readonly LineageRow[]> {
+  async tree(executionId: string, messageId: string, query?: LineageTreeQuery): Promise<LineageTree> {
     assertUuid(executionId, "execution id");
     checkMessageId(messageId);
+    const limit = treeLimitOf(query);
     // Up: from each row reached, its parent, and the message rows of its message. A message row's
     // parent is an adapter row of the message it came from, whose chain of parents ends at that
     // message's first adapter row (no parent): only the message row leads further up, so the walk
-    // goes through it to the root. Down: every row whose parent is in the tree, and every row of a
-    // message already in it (adapter rows of a child message may hang off its message row or off
-    // nothing at all). UNION (not ALL) stops at rows already seen. Each step is two index lookups in
-    // a lateral subquery, not one join on an OR: PGlite planned the OR as a scan per row (an
-    // execution of 100,000 rows took minutes; this takes about a second).
-    const result = await sql<StoredLineageRow>`
+    // goes through it to the root. Each step is two index lookups in a lateral subquery, not one
+    // join on an OR: PGlite planned the OR as a scan per row. Every row of every message reached
+    // (this one's included) is in the tree, whatever the limit: a chain of ancestors is short.
+    const up = await sql<StoredLineageRow>`
       with recursive
       up (id, parent_id, message_id) as (
         select id, parent_id, message_id from lineage where execution_id = ${executionId} and message_id = ${messageId}
@@ -148,25 +151,44 @@ export class LineageStore implements LineageProtocol {
           select m.id, m.parent_id, m.message_id from lineage m
             where m.execution_id = ${executionId} and m.message_id = up.message_id and m.kind = 'message'
         ) n
-      ),
-      down (id, message_id) as (
-        select id, message_id from lineage where execution_id = ${executionId} and message_id = ${messageId}
-        union
-        select n.id, n.message_id from down cross join lateral (
-          select c.id, c.message_id from lineage c where c.parent_id = down.id and c.kind = 'message'
-          union all
-          select s.id, s.message_id from lineage s
-            where s.execution_id = ${executionId} and s.message_id = down.message_id
-        ) n
-      ),
-      ids (id) as (
-        select id from down
-        union
-        select id from lineage where execution_id = ${executionId} and message_id in (select message_id from up)
       )
-      select lineage.* from lineage join ids on lineage.id = ids.id
-      order by lineage.started_at, lineage.id`.execute(this.#db);
-    return result.rows.map(fromStoredRow);
+      select l.* from (select distinct message_id from up) u cross join lateral (
+        select * from lineage where execution_id = ${executionId} and message_id = u.message_id
+      ) l`.execute(this.#db);
+    if (up.rows.length === 0) return { items: [], truncated: false };
+    const tree = new Map(up.rows.map((r) => [r.id, r]));
+    const messages = new Set(up.rows.map((r) => r.message_id));
+    // Down, one level per round: the child message rows of the rows reached last (only a message
+    // row's parent leads to another message), then every row of those messages. Both lookups stop
+    // once they have one row more than the room left, so the root of a large execution costs about
+    // `limit` index probes, not one per row of the execution; the extra row says the tree goes on.
+    let level = up.rows.filter((r) => r.message_id === messageId).map((r) => r.id);
+    while (level.length > 0) {
+      const room = Math.max(0, limit - tree.size);
+      const children = await sql<{ message_id: string }>`
+        select c.message_id from unnest(${arrayLiteral(level)}::uuid[]) as p(id) cross join lateral (
+          select message_id from lineage where parent_id = p.id and kind = 'message' limit ${room + 1}
+        ) c limit ${room + 1}`.execute(this.#db);
+      const next = [...new Set(children.rows.map((r) => r.message_id))].filter((m) => !messages.has(m));
+      if (next.length === 0) break;
+      if (room === 0) return { items: ordered(tree), truncated: true };
+      const rows = await sql<StoredLineageRow>`
+        select l.* from unnest(${arrayLiteral(next)}::text[]) as m(id) cross join lateral (
+          select * from lineage where execution_id = ${executionId} and message_id = m.id limit ${room + 1}
+        ) l limit ${room + 1}`.execute(this.#db);
+      for (const m of next) messages.add(m);
+      level = [];
+      for (const r of rows.rows) {
+        if (tree.has(r.id)) continue;
+        if (tree.size >= limit) return { items: ordered(tree), truncated: true };
+        tree.set(r.id, r);
+        level.push(r.id);
+      }
+      // More child message rows than there was room for: the messages of the ones not read are
+      // left out (each of those rows is a row of the tree).
+      if (children.rows.length > room) return { items: ordered(tree), truncated: true };
+    }
+    return { items: ordered(tree), truncated: false };
   }
 
   async routeInputs(
@@ -208,4 +230,13 @@ export class LineageStore implements LineageProtocol {
     await this.#writer.close();
     await this.#onClose?.();
   }
+}
+
+/** The rows of a tree in database order (start time, then id) as the protocol shows them. */
+function ordered(tree: ReadonlyMap<string, StoredLineageRow>): LineageRow[] {
+  return [...tree.values()]
+    .map(fromStoredRow)
+    .sort(
+      (a, b) => Date.parse(a.startedAt) - Date.parse(b.startedAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+    );
 }

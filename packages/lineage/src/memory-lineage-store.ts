@@ -4,6 +4,8 @@ import type {
   LineageProtocol,
   LineageRow,
   LineageStatus,
+  LineageTree,
+  LineageTreeQuery,
   LineageUpdate,
   RecordedInput,
   RouteStatusCount,
@@ -17,6 +19,7 @@ import {
   invalid,
   LINEAGE_KINDS,
   LINEAGE_STATUSES,
+  treeLimitOf,
 } from "./row-checks.js";
 
 /**
@@ -208,10 +211,11 @@ export class MemoryLineageStore implements LineageProtocol {
     );
   }
 
-  async tree(executionId: string, messageId: string): Promise<readonly LineageRow[]> {
+  async tree(executionId: string, messageId: string, query?: LineageTreeQuery): Promise<LineageTree> {
     assertUuid(executionId, "execution id");
     checkMessageId(messageId);
-    if (!this.#executions.has(executionId)) return [];
+    const limit = treeLimitOf(query);
+    if (!this.#executions.has(executionId)) return { items: [], truncated: false };
     const all = this.#all(executionId);
     const rows = new Map(all.map((r) => [r.id, r]));
     const byMessage = new Map<string, StoredRow[]>();
@@ -221,7 +225,7 @@ export class MemoryLineageStore implements LineageProtocol {
       if (r.parentId !== undefined) push(byParent, r.parentId, r);
     }
     const start = byMessage.get(messageId) ?? [];
-    if (start.length === 0) return [];
+    if (start.length === 0) return { items: [], truncated: false };
     // Up: from each row reached, its parent and the message rows of its message (an adapter row's
     // chain of parents ends at its message's first adapter row; the message row leads further up),
     // to the root; every row of an ancestor message is in.
@@ -239,22 +243,36 @@ export class MemoryLineageStore implements LineageProtocol {
       for (const sibling of byMessage.get(r.messageId) ?? [])
         if (sibling.kind === "message") upStack.push(sibling);
     }
-    // Down: rows whose parent is in the tree, and every row of a message already in it.
+    // Every row of the message and of the messages it descends from is in, whatever the limit.
     const ids = new Set<string>();
-    const downStack = [...start];
-    const seenMessages = new Set<string>();
-    while (downStack.length > 0) {
-      const r = downStack.pop() as StoredRow;
-      if (ids.has(r.id)) continue;
-      ids.add(r.id);
-      for (const child of byParent.get(r.id) ?? []) downStack.push(child);
+    for (const m of upMessages) for (const r of byMessage.get(m) ?? []) ids.add(r.id);
+    // Down, breadth-first: rows whose parent is in the tree, and every row of a message already in
+    // it, until the tree holds `limit` rows.
+    const seenMessages = new Set(upMessages);
+    const queue = [...start];
+    const seen = new Set(start.map((r) => r.id));
+    let truncated = false;
+    for (let i = 0; i < queue.length; i++) {
+      const r = queue[i] as StoredRow;
+      if (!ids.has(r.id)) {
+        if (ids.size >= limit) {
+          truncated = true;
+          break;
+        }
+        ids.add(r.id);
+      }
+      const next = [...(byParent.get(r.id) ?? [])];
       if (!seenMessages.has(r.messageId)) {
         seenMessages.add(r.messageId);
-        for (const sibling of byMessage.get(r.messageId) ?? []) downStack.push(sibling);
+        next.push(...(byMessage.get(r.messageId) ?? []));
+      }
+      for (const n of next) {
+        if (seen.has(n.id)) continue;
+        seen.add(n.id);
+        queue.push(n);
       }
     }
-    for (const m of upMessages) for (const r of byMessage.get(m) ?? []) ids.add(r.id);
-    return sorted(all.filter((r) => ids.has(r.id))).map(toRow);
+    return { items: sorted(all.filter((r) => ids.has(r.id))).map(toRow), truncated };
   }
 
   async routeInputs(

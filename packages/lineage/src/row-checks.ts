@@ -1,5 +1,5 @@
-import type { LineageRow } from "@factflow/protocols";
-import { FactflowError } from "@factflow/protocols";
+import type { LineageRow, LineageTreeQuery } from "@factflow/protocols";
+import { DEFAULT_LINEAGE_TREE_LIMIT, FactflowError } from "@factflow/protocols";
 import { assertUuid } from "./ids.js";
 
 export const LINEAGE_KINDS: ReadonlySet<string> = new Set(["message", "adapter"]);
@@ -33,6 +33,13 @@ export function checkMessageId(messageId: string): void {
   if (typeof messageId !== "string" || messageId.length === 0 || messageId.length > 512) {
     invalid("message id must be a non-empty string of at most 512 characters");
   }
+}
+
+/** The row limit of a tree query: a positive integer, by default {@link DEFAULT_LINEAGE_TREE_LIMIT}. */
+export function treeLimitOf(query: LineageTreeQuery | undefined): number {
+  const limit = query?.limit ?? DEFAULT_LINEAGE_TREE_LIMIT;
+  if (!Number.isSafeInteger(limit) || limit < 1) invalid("tree limit must be a positive integer");
+  return limit;
 }
 
 export function invalid(message: string): never {

@@ -1,4 +1,5 @@
 import type { JsonValue, LineageRow, PipelineConfig } from "@factflow/protocols";
+import { DEFAULT_LINEAGE_TREE_LIMIT } from "@factflow/protocols";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LineageDatabase, uuidv7 } from "../src/index.js";
 
@@ -244,7 +245,7 @@ export function lineageSuite(
       expect(await db.lineage.countOpen(id)).toBe(0);
       expect(await db.lineage.rows(id)).toEqual({ total: 0, items: [] });
       expect(await db.lineage.countsByRoute(id)).toEqual([]);
-      expect(await db.lineage.tree(id, "m")).toEqual([]);
+      expect(await db.lineage.tree(id, "m")).toEqual({ items: [], truncated: false });
       expect(await db.lineage.routeInputs(id, "parse")).toEqual([]);
     });
 
@@ -397,10 +398,88 @@ export function lineageSuite(
         db.lineage.record(r);
       await db.lineage.flush();
 
-      const ids = (await db.lineage.tree(exec, "m1")).map((r) => r.id).sort();
+      const tree = await db.lineage.tree(exec, "m1");
+      expect(tree.truncated).toBe(false);
+      const ids = tree.items.map((r) => r.id).sort();
       expect(ids).toEqual([rootMsg.id, rootAdapter.id, m1.id, m1Adapter.id, m3.id, m3Adapter.id].sort());
-      expect((await db.lineage.tree(exec, "m0")).length).toBe(8);
-      expect(await db.lineage.tree(exec, "unknown")).toEqual([]);
+      expect((await db.lineage.tree(exec, "m0")).items.length).toBe(8);
+      expect(await db.lineage.tree(exec, "unknown")).toEqual({ items: [], truncated: false });
+    });
+
+    it("bounds the tree of a large execution: ancestors complete, descendants breadth-first to the limit", async () => {
+      // A root message fanning out to 100 child messages, each fanning out to 99 more: 20,002 rows,
+      // a message row and an adapter row (child of the message row) per message.
+      const exec = uuidv7();
+      const message = (messageId: string, parentId?: string) => {
+        const m = row(exec, {
+          messageId,
+          kind: "message",
+          status: "completed",
+          ...(parentId === undefined ? {} : { parentId }),
+        });
+        return [m, row(exec, { messageId, status: "completed", parentId: m.id })] as const;
+      };
+      const root = message("root");
+      const children: (readonly [LineageRow, LineageRow])[] = [];
+      let leaf = root;
+      let written = 0;
+      const write = (pair: readonly [LineageRow, LineageRow]) => {
+        for (const r of pair) db.lineage.record(r);
+        written += 2;
+      };
+      write(root);
+      for (let c = 0; c < 100; c++) {
+        const child = message(`c${c}`, root[1].id);
+        children.push(child);
+        write(child);
+        for (let g = 0; g < 99; g++) {
+          leaf = message(`c${c}-${g}`, child[1].id);
+          write(leaf);
+        }
+        await db.lineage.roomFor?.(5000);
+      }
+      await db.lineage.flush();
+      expect(written).toBe(20_002);
+      const idsOf = (rows: readonly LineageRow[]) => rows.map((r) => r.id);
+
+      const first = await db.lineage.tree(exec, "root", { limit: 1000 });
+      expect(first.truncated).toBe(true);
+      expect(first.items).toHaveLength(1000);
+      expect(new Set(idsOf(first.items)).size).toBe(1000);
+      // Breadth-first: the root and every child message (with its adapter row) come before any
+      // grandchild.
+      expect(idsOf(first.items)).toEqual(expect.arrayContaining(idsOf([...root, ...children.flat()])));
+
+      const byDefault = await db.lineage.tree(exec, "root");
+      expect(byDefault.truncated).toBe(true);
+      expect(byDefault.items).toHaveLength(DEFAULT_LINEAGE_TREE_LIMIT);
+
+      const whole = await db.lineage.tree(exec, "root", { limit: 30_000 });
+      expect(whole.truncated).toBe(false);
+      expect(whole.items).toHaveLength(20_002);
+
+      // A leaf's ancestors are always complete, even beyond the limit.
+      const ofLeaf = await db.lineage.tree(exec, leaf[0].messageId, { limit: 1 });
+      expect(ofLeaf.truncated).toBe(false);
+      expect(idsOf(ofLeaf.items).sort()).toEqual(idsOf([...root, ...(children[99] ?? []), ...leaf]).sort());
+
+      // A child: its own 2 rows and the root's 2, then 198 rows of descendants.
+      const child = children[0]?.[0].messageId ?? "";
+      expect(await db.lineage.tree(exec, child, { limit: 202 })).toMatchObject({ truncated: false });
+      expect((await db.lineage.tree(exec, child, { limit: 202 })).items).toHaveLength(202);
+      const cut = await db.lineage.tree(exec, child, { limit: 201 });
+      expect(cut.truncated).toBe(true);
+      expect(cut.items).toHaveLength(201);
+      expect(idsOf(cut.items)).toEqual(expect.arrayContaining(idsOf([...root, ...(children[0] ?? [])])));
+      const tiny = await db.lineage.tree(exec, child, { limit: 4 });
+      expect(tiny).toMatchObject({ truncated: true });
+      expect(tiny.items).toHaveLength(4);
+
+      for (const limit of [0, -1, 1.5, Number.NaN]) {
+        await expect(db.lineage.tree(exec, "root", { limit })).rejects.toMatchObject({
+          code: "invalid_argument",
+        });
+      }
     });
 
     it("stores rows holding NUL characters with them escaped and flagged, instead of losing them", async () => {
@@ -513,7 +592,7 @@ export function lineageSuite(
       await db.lineage.flush();
 
       const ids = async (messageId: string) =>
-        (await db.lineage.tree(exec, messageId)).map((r) => r.id).sort();
+        (await db.lineage.tree(exec, messageId)).items.map((r) => r.id).sort();
       const ancestors = [root, root0, root1, file, file0, section, section0, section1];
       expect(await ids(batch.messageId)).toEqual(
         [...ancestors, batch, batch0, written, written0].map((r) => r.id).sort(),

@@ -160,7 +160,8 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
   });
 
   it("walks the tree of one message through lineage_message_idx and down lineage_child_message_idx", async () => {
-    const { result, scans } = await plansOf(() => store.tree(executionId, childMessage));
+    const { result: tree, scans } = await plansOf(() => store.tree(executionId, childMessage));
+    const result = tree.items;
     // The child's two rows and the root's two (the message it descends from).
     expect(result.map((r) => r.route).sort()).toEqual(["chunk", "chunk", "ingest", "ingest"]);
     expect([...scans.indexes]).toEqual(
@@ -170,7 +171,8 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
   });
 
   it("walks down from the root to every child message and its adapter row", async () => {
-    const { result, scans } = await plansOf(() => store.tree(executionId, rootMessage));
+    const { result: tree, scans } = await plansOf(() => store.tree(executionId, rootMessage));
+    const result = tree.items;
     expect(result).toHaveLength(202);
     expect(result.filter((r) => r.kind === "message" && r.route === "chunk")).toHaveLength(100);
     expect([...scans.seqScans]).not.toContain("lineage");

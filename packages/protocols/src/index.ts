@@ -56,11 +56,17 @@ export type {
   LineageProtocol,
   LineageRow,
   LineageStatus,
+  LineageTree,
+  LineageTreeQuery,
   LineageUpdate,
   RecordedInput,
   RouteStatusCount,
 } from "./lineage-protocol.js";
-export { OPEN_LINEAGE_STATUSES } from "./lineage-protocol.js";
+export {
+  DEFAULT_LINEAGE_TREE_LIMIT,
+  MAX_LINEAGE_TREE_LIMIT,
+  OPEN_LINEAGE_STATUSES,
+} from "./lineage-protocol.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 export type { SettlingStatus } from "./message-status.js";

@@ -118,6 +118,23 @@ export interface RecordedInput {
  * (a write failure is retried, then counted as lost, never thrown into the pipeline); `flush`
  * resolves once everything queued before it is durable. `registerPending` is durable on return.
  */
+/** Rows a lineage tree holds unless asked for another limit. */
+export const DEFAULT_LINEAGE_TREE_LIMIT = 5000;
+
+/** The most rows the HTTP API returns for one lineage tree. */
+export const MAX_LINEAGE_TREE_LIMIT = 20_000;
+
+export interface LineageTreeQuery {
+  /** At most this many rows (a positive integer); the ancestors' rows are returned even beyond it. */
+  readonly limit?: number;
+}
+
+export interface LineageTree {
+  readonly items: readonly LineageRow[];
+  /** Some descendants were left out to keep within the limit. */
+  readonly truncated: boolean;
+}
+
 export interface LineageProtocol {
   record(row: LineageRow): void;
   update(id: string, update: LineageUpdate): void;
@@ -143,8 +160,13 @@ export interface LineageProtocol {
     query?: LineagePageQuery,
   ): Promise<{ total: number; items: readonly LineageRow[] }>;
   countsByRoute(executionId: string): Promise<readonly RouteStatusCount[]>;
-  /** Every row of the tree that contains this message: its ancestors' rows and all descendants. */
-  tree(executionId: string, messageId: string): Promise<readonly LineageRow[]>;
+  /**
+   * The tree that contains this message, by start time: every row of the message and of the
+   * messages it descends from (always complete, however many), then its descendants breadth-first
+   * until the result holds `limit` rows (default {@link DEFAULT_LINEAGE_TREE_LIMIT}); `truncated`
+   * says whether descendants were left out.
+   */
+  tree(executionId: string, messageId: string, query?: LineageTreeQuery): Promise<LineageTree>;
   /** The messages that entered `route` (message rows), optionally only these ids. */
   routeInputs(
     executionId: string,
