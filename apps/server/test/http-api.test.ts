@@ -296,6 +296,38 @@ describe("executions", () => {
     ).toEqual(expect.arrayContaining(["discover", "split", "enrich", "batch"]));
   });
 
+  it("bounds the tree of one message with ?limit= and says when it is truncated", async () => {
+    const root = await call(
+      base,
+      "GET",
+      `/api/v1/executions/${id}/lineage?route=discover&kind=message&limit=1`,
+    );
+    const rootId = root.body.items[0].message_id as string;
+    const path = `/api/v1/executions/${id}/lineage/${rootId}`;
+    const whole = await call(base, "GET", path);
+    expect(whole.status).toBe(200);
+    expect(whole.body).toMatchObject({ limit: 5000, truncated: false });
+    const size = (whole.body.items as unknown[]).length;
+    const rootRows = (whole.body.items as { message_id: string }[]).filter((r) => r.message_id === rootId);
+    expect(size).toBeGreaterThan(rootRows.length + 1);
+
+    const cut = await call(base, "GET", `${path}?limit=${size - 1}`);
+    expect(cut.status).toBe(200);
+    expect(cut.body).toMatchObject({ limit: size - 1, truncated: true });
+    expect(cut.body.items).toHaveLength(size - 1);
+    // The message's own rows are always in.
+    expect(cut.body.items).toEqual(expect.arrayContaining(rootRows));
+    const exact = await call(base, "GET", `${path}?limit=${size}`);
+    expect(exact.body).toMatchObject({ truncated: false });
+    expect(exact.body.items).toHaveLength(size);
+    expect((await call(base, "GET", `${path}?limit=20000`)).status).toBe(200);
+
+    for (const bad of ["0", "20001", "ten", "-1"]) {
+      const refused = await call(base, "GET", `${path}?limit=${bad}`);
+      expect(refused.status).toBe(400);
+    }
+  });
+
   it("browses, redrives and discards dead letters through the provider admin", async () => {
     const destination = `/queue/${id}/docs.sections`;
     const q = new URLSearchParams({ destination }).toString();

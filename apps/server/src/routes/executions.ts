@@ -1,9 +1,14 @@
-import { FactflowError, type JsonValue } from "@factflow/protocols";
+import {
+  DEFAULT_LINEAGE_TREE_LIMIT,
+  FactflowError,
+  type JsonValue,
+  MAX_LINEAGE_TREE_LIMIT,
+} from "@factflow/protocols";
 import { type FactflowRuntime, stallJson } from "@factflow/runtime";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import * as v from "valibot";
-import { PagingQuery, readJson, readQuery } from "../http-input.js";
+import { PagingQuery, queryInt, readJson, readQuery } from "../http-input.js";
 import { executionJson, inputJson, lineageJson, routeCountsJson } from "../serialize.js";
 import type { RouteDoc } from "./route-doc.js";
 import { jsonBody, queryParams } from "./typed-input.js";
@@ -44,6 +49,9 @@ const LineageQuery = v.object({
   kind: v.optional(v.picklist(["message", "adapter"], "must be message or adapter")),
   ...PagingQuery,
 });
+
+/** How many rows of a lineage tree to return: the ancestors' rows always, descendants up to the rest. */
+const TreeQuery = v.object({ limit: queryInt(DEFAULT_LINEAGE_TREE_LIMIT, 1, MAX_LINEAGE_TREE_LIMIT) });
 
 /** `?snapshot=true` adds the frozen config (read as is: anything else means false). */
 const SnapshotQuery = v.object({ snapshot: v.optional(v.picklist(["true", "false"])) });
@@ -113,8 +121,10 @@ export const EXECUTION_ROUTES: readonly RouteDoc[] = [
   {
     method: "get",
     path: "/executions/{id}/lineage/{messageId}",
-    summary: "The lineage tree of one message",
+    summary:
+      "The lineage tree of one message, at most `limit` rows (truncated says whether descendants were left out)",
     tag: "lineage",
+    query: TreeQuery,
   },
   {
     method: "post",
@@ -252,17 +262,24 @@ export function executionRoutes(rt: FactflowRuntime) {
         items: page.items.map(lineageJson),
       });
     })
-    .get("/executions/:id/lineage/:messageId", async (c) => {
+    .get("/executions/:id/lineage/:messageId", queryParams(TreeQuery), async (c) => {
       const record = await mustGet(c.req.param("id"));
       const messageId = c.req.param("messageId");
-      const rows = await rt.lineage.tree(record.id, messageId);
-      if (rows.length === 0) {
+      const q = readQuery(c, TreeQuery);
+      const tree = await rt.lineage.tree(record.id, messageId, { limit: q.limit });
+      if (tree.items.length === 0) {
         throw new FactflowError(
           "not_found",
           `[factflow/server] message "${messageId}" has no lineage in execution "${record.id}"`,
         );
       }
-      return c.json({ execution_id: record.id, message_id: messageId, items: rows.map(lineageJson) });
+      return c.json({
+        execution_id: record.id,
+        message_id: messageId,
+        limit: q.limit,
+        truncated: tree.truncated,
+        items: tree.items.map(lineageJson),
+      });
     })
     .post("/executions/:id/replay", jsonBody(ReplayBody), async (c) => {
       const record = await mustGet(c.req.param("id"));
