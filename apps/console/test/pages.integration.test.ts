@@ -242,6 +242,28 @@ describe.skipIf(missing !== undefined)("the console's pages, in Chromium, agains
     await page.unroute((url) => url.pathname === `/api/v1/executions/${done}/lineage/${child}`);
   });
 
+  it("says when the server cut a tree at its limit", async () => {
+    const { page } = b;
+    const root = (await server.call("GET", `/executions/${wide}/lineage?route=fan&kind=message&limit=1`)).body
+      .items[0].message_id as string;
+    const path = `/api/v1/executions/${wide}/lineage/${root}`;
+    // The page asks for the default limit; ask the server for 100 rows instead, to cut this tree.
+    const tree = (url: URL) => url.pathname === path;
+    await page.route(tree, (route) => route.continue({ url: `${server.base}${path}?limit=100` }));
+    await page.goto(`${server.base}/ui/#/executions/${wide}/lineage/${root}`);
+    const summary = page.getByTestId("lineage-summary");
+    await expect.poll(() => summary.getAttribute("data-truncated")).toBe("true");
+    expect(await summary.getAttribute("data-rows")).toBe("100");
+    expect(await page.getByTestId("tree-truncated").textContent()).toContain(
+      "Showing the first 100 rows of this tree",
+    );
+    await page.unroute(tree);
+    await page.goto(`${server.base}/ui/#/executions/${wide}/lineage`);
+    await page.goto(`${server.base}/ui/#/executions/${wide}/lineage/${root}`);
+    await expect.poll(() => summary.getAttribute("data-truncated")).toBe("false");
+    expect(await page.getByTestId("tree-truncated").count()).toBe(0);
+  });
+
   it("draws large trees with the focused node in view, whole labels, and pans and zooms", async () => {
     const { page } = b;
     const root = (await server.call("GET", `/executions/${wide}/lineage?route=fan&kind=message&limit=1`)).body

@@ -13,7 +13,7 @@ import { LineageRowDetail } from "./lineage-row-detail.tsx";
 const PAGE = 500;
 /** Above this many messages the tree is listed, not drawn: a drawing that large helps nobody. */
 const MAX_DRAWN = 400;
-/** Executions with more lineage rows than this ask before fetching a tree (it comes whole). */
+/** Executions with more lineage rows than this ask before fetching a tree (its first rows can be thousands). */
 const LARGE_EXECUTION = 20_000;
 
 const COLUMNS = ["message", "kind", "route", "adapter", "attempt", "status", "error", "started", "details"];
@@ -151,6 +151,10 @@ export function LineageListPage(props: { executionId: string; route: Route }) {
 interface TreeAnswer {
   execution_id: string;
   message_id: string;
+  /** The most rows the server was asked for; the ancestors' rows come even beyond it. */
+  limit: number;
+  /** Descendants were left out (breadth-first, the farthest first) to keep within `limit`. */
+  truncated: boolean;
   items: LineageRow[];
 }
 
@@ -184,9 +188,9 @@ export function LineageTreePage(props: { executionId: string; messageId: string 
         {heading}
         <Section title="A large execution">
           <p data-testid="large-tree">
-            This execution has {size.data} lineage rows. The API returns a message's tree whole, and the tree
-            of an early message (the first one, or a large fan-out's parent) can hold most of them and take
-            minutes to compute. Branches near the leaves are quick.
+            This execution has {size.data} lineage rows. The tree of an early message (the first one, or a
+            large fan-out's parent) can hold most of them; the API returns its first rows (its ancestors, then
+            descendants level by level) and says when it left the rest out.
           </p>
           <button type="button" data-testid="load-tree" onClick={() => setConfirmed(true)}>
             load this message's tree
@@ -225,12 +229,25 @@ function LineageTree(props: { executionId: string; messageId: string }) {
         title="Tree"
         actions={<a href={href("executions", props.executionId, "lineage")}>all rows of the execution</a>}
       >
-        <p class="muted" data-testid="lineage-summary" data-messages={graph.messages} data-rows={rows.length}>
+        <p
+          class="muted"
+          data-testid="lineage-summary"
+          data-messages={graph.messages}
+          data-rows={rows.length}
+          data-truncated={String(tree.data.truncated)}
+        >
           {graph.messages} messages, {rows.length} rows (message hops, adapter attempts and errors)
           {graph.messages > MAX_DRAWN
             ? ` · the graph shows the first ${MAX_DRAWN} messages; the table lists all`
             : ""}
         </p>
+        {tree.data.truncated ? (
+          <p data-testid="tree-truncated">
+            Showing the first {rows.length} rows of this tree: its ancestors, then descendants level by level;
+            the server left the rest out.{" "}
+            <a href={href("executions", props.executionId, "lineage")}>browse every row page by page</a>
+          </p>
+        ) : null}
         <GraphView
           testId="lineage-graph"
           label="the message's lineage tree"
