@@ -93,6 +93,24 @@ describe("factflow run", () => {
     expect(failed.total).toBe(summary.failures);
   }, 120_000);
 
+  it("prints a message's lineage tree, and says when --limit cut it", async () => {
+    const discover = JSON.parse(
+      (await factflow(["lineage", summary.id, "--json", "--route", "discover", "--kind", "message"])).stdout,
+    ) as { items: { message_id: string }[] };
+    const root = discover.items[0]?.message_id ?? "";
+    const whole = JSON.parse(
+      (await factflow(["lineage", summary.id, "--message", root, "--json"])).stdout,
+    ) as {
+      items: unknown[];
+      truncated: boolean;
+    };
+    expect(whole.truncated).toBe(false);
+    expect(whole.items.length).toBe(summary.lineage_rows);
+    const cut = await factflow(["lineage", summary.id, "--message", root, "--limit", "3"]);
+    expect(cut.code).toBe(0);
+    expect(cut.stdout).toContain("the first 3 rows of this tree (--limit N, up to 20000, shows more)");
+  }, 120_000);
+
   it("prints plain progress lines and a readable summary when not on a terminal", async () => {
     const result = await factflow(["run", PIPELINE, "--input", JSON.stringify({ roots: [SAMPLE_DOCS] })]);
     expect(result.code).toBe(0);

@@ -41,9 +41,18 @@ export async function lineageCommand(ctx: CliContext, args: readonly string[]): 
     const message = ctx.flags.message?.[0];
     if (message !== undefined) {
       const tree = await client.call(
-        client.api.api.v1.executions[":id"].lineage[":messageId"].$get({ param: { id, messageId: message } }),
+        client.api.api.v1.executions[":id"].lineage[":messageId"].$get({
+          param: { id, messageId: message },
+          query: defined({ limit: ctx.flags.limit }),
+        }),
       );
-      ctx.output.out(ctx.flags.json ? json(tree) : render(tree.items));
+      if (ctx.flags.json) ctx.output.out(json(tree));
+      else
+        ctx.output.out(
+          tree.truncated
+            ? `${render(tree.items)}\nthe first ${tree.items.length} rows of this tree (--limit N, up to 20000, shows more)`
+            : render(tree.items),
+        );
       return 0;
     }
     const page = await client.call(
