@@ -730,11 +730,17 @@ export class RouteProcessor {
     const id = settled.messageId;
     if (id === undefined) return;
     let awaiting = this.#awaitingVerdict.get(id);
+    if (settled.kind !== "dead-lettered") {
+      // A provider reports a retry once its copy is confirmed, and the copy may be delivered, run and
+      // fail before that: a late report of an earlier attempt must leave the later attempt's entry
+      // waiting for its own verdict.
+      if (awaiting !== undefined && awaiting.attempt <= settled.attempt) this.#awaitingVerdict.delete(id);
+      return;
+    }
     this.#awaitingVerdict.delete(id);
     // An entry of an earlier attempt (its verdict came before its handler returned) is stale. In-place
     // retries of ordered groups run later attempts than the broker's, so only an older one is stale.
     if (awaiting !== undefined && awaiting.attempt < settled.attempt) awaiting = undefined;
-    if (settled.kind !== "dead-lettered") return;
     if (awaiting === undefined) {
       // Only a handler past its timeout is settled by the provider before the handler returns: the
       // row is closed now, and whatever the handler returns later must not reopen it.
