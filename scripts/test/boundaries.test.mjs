@@ -201,7 +201,7 @@ describe.concurrent("computed import() in a package's src (biome plugin scripts/
     expect,
   }) => {
     const { output } = await sh(
-      lint("packages/protocols/src packages/engine/src/adapter-registry.ts apps/server/src"),
+      lint("packages/protocols/src packages/engine/src/config/adapter-registry.ts apps/server/src"),
       makeCopy(),
     );
     expect(output).not.toContain(message);

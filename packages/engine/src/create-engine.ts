@@ -9,12 +9,12 @@ import {
   silentLogger,
   type Tracer,
 } from "@factflow/protocols";
-import { type AdapterRegistry, createAdapterRegistry } from "./adapter-registry.js";
-import { ClusterNode, type ClusterOptions } from "./cluster-node.js";
-import type { ExecutionHooks } from "./execution-hooks.js";
-import { ExecutionService } from "./execution-service.js";
-import type { ModuleAccess } from "./module-access.js";
-import { OrchestratorManager } from "./orchestrator-manager.js";
+import { type AdapterRegistry, createAdapterRegistry } from "./config/adapter-registry.js";
+import type { ModuleAccess } from "./config/module-access.js";
+import { ClusterNode, type ClusterOptions } from "./execution/cluster-node.js";
+import type { ExecutionHooks } from "./execution/execution-hooks.js";
+import { ExecutionService } from "./execution/execution-service.js";
+import { OrchestratorManager } from "./execution/orchestrator-manager.js";
 
 export interface EngineOptions {
   /** A connected provider; the engine never connects or closes it. */

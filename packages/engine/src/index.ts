@@ -1,44 +1,57 @@
-export type { AdapterRegistry, AdapterRegistryOptions, ModuleLoadFailure } from "./adapter-registry.js";
-export { createAdapterRegistry } from "./adapter-registry.js";
-export { CompletionGate } from "./completion-gate.js";
+export type {
+  AdapterRegistry,
+  AdapterRegistryOptions,
+  ModuleLoadFailure,
+} from "./config/adapter-registry.js";
+export { createAdapterRegistry } from "./config/adapter-registry.js";
+export type { LoadPipelineConfigOptions } from "./config/load-pipeline-config.js";
+export { DEFAULT_MAX_CONFIG_BYTES, loadPipelineConfig } from "./config/load-pipeline-config.js";
+export {
+  checkModule,
+  type ModuleAccess,
+  type ModuleCheck,
+  NO_MODULE_ACCESS,
+} from "./config/module-access.js";
 export type { Engine, EngineOptions } from "./create-engine.js";
 export { createEngine } from "./create-engine.js";
+export type { RouteCounters } from "./delivery/route-processor.js";
 export {
   DELIVERY_ABANDONED,
   ExecutionNotFoundError,
   FatalAdapterError,
   TooManyConcurrentExecutionsError,
 } from "./errors.js";
+export { CompletionGate } from "./execution/completion-gate.js";
 export type {
   ExecutionEvent,
   ExecutionEventHubOptions,
   ExecutionEventListener,
   ExecutionEventType,
-} from "./execution-events.js";
-export { ExecutionEventHub, TERMINAL_EVENT_TYPES } from "./execution-events.js";
-export type { ExecutionHooks } from "./execution-hooks.js";
-export type { ExecutionProgress, RouteActivity } from "./execution-progress.js";
-export { ExecutionScopedQueue, subscriptionSuffix } from "./execution-scoped-queue.js";
-export type { CreateExecutionRequest, ReplayRequest } from "./execution-service.js";
-export { ExecutionService } from "./execution-service.js";
-export { canonicalJson, hashJson, uuidv7 } from "./ids.js";
-export type { LoadPipelineConfigOptions } from "./load-pipeline-config.js";
-export { DEFAULT_MAX_CONFIG_BYTES, loadPipelineConfig } from "./load-pipeline-config.js";
-export { checkModule, type ModuleAccess, type ModuleCheck, NO_MODULE_ACCESS } from "./module-access.js";
-export type { OrchestratorManagerOptions, StartRequest, StartSlot } from "./orchestrator-manager.js";
-export { OrchestratorManager } from "./orchestrator-manager.js";
+} from "./execution/execution-events.js";
+export { ExecutionEventHub, TERMINAL_EVENT_TYPES } from "./execution/execution-events.js";
+export type { ExecutionHooks } from "./execution/execution-hooks.js";
+export type { ExecutionProgress, RouteActivity } from "./execution/execution-progress.js";
+export { ExecutionScopedQueue, subscriptionSuffix } from "./execution/execution-scoped-queue.js";
+export type { CreateExecutionRequest, ReplayRequest } from "./execution/execution-service.js";
+export { ExecutionService } from "./execution/execution-service.js";
+export type {
+  OrchestratorManagerOptions,
+  StartRequest,
+  StartSlot,
+} from "./execution/orchestrator-manager.js";
+export { OrchestratorManager } from "./execution/orchestrator-manager.js";
 export type {
   ExecutionSeed,
   OrchestratorEnd,
   OrchestratorServices,
   PipelineOrchestratorOptions,
-} from "./pipeline-orchestrator.js";
-export { PipelineOrchestrator } from "./pipeline-orchestrator.js";
-export type { ReseedMessage } from "./reseed.js";
-export { RESEED_HEADER } from "./reseed.js";
-export type { RouteCounters } from "./route-processor.js";
-export type { ScopedDestination } from "./scoped-destination.js";
-export { parseScopedDestination, scopedDestination } from "./scoped-destination.js";
-export type { RouteStall, StallDiagnosis } from "./stall-diagnosis.js";
-export { formatStallDiagnosis } from "./stall-report.js";
-export { DEFAULT_STALL_AFTER_MS } from "./stall-watch.js";
+} from "./execution/pipeline-orchestrator.js";
+export { PipelineOrchestrator } from "./execution/pipeline-orchestrator.js";
+export type { ReseedMessage } from "./execution/reseed.js";
+export { RESEED_HEADER } from "./execution/reseed.js";
+export type { ScopedDestination } from "./execution/scoped-destination.js";
+export { parseScopedDestination, scopedDestination } from "./execution/scoped-destination.js";
+export { canonicalJson, hashJson, uuidv7 } from "./ids.js";
+export type { RouteStall, StallDiagnosis } from "./stall/stall-diagnosis.js";
+export { formatStallDiagnosis } from "./stall/stall-report.js";
+export { DEFAULT_STALL_AFTER_MS } from "./stall/stall-watch.js";

@@ -1,6 +1,6 @@
 import type { LineageProtocol, Logger, QueueProtocol, StorageProtocol } from "@factflow/protocols";
-import type { DeliveryLedger } from "./delivery-ledger.js";
-import type { Semaphore } from "./semaphore.js";
+import type { DeliveryLedger } from "./delivery/delivery-ledger.js";
+import type { Semaphore } from "./delivery/semaphore.js";
 
 /** What every route processor of one execution shares with its orchestrator. */
 export interface ExecutionRuntime {

@@ -2,9 +2,9 @@ import { openMemoryLineageDatabase } from "@factflow/lineage";
 import type { LineageProtocol } from "@factflow/protocols";
 import { silentLogger } from "@factflow/protocols";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { CompletionGate } from "../src/completion-gate.js";
+import { CompletionGate } from "../src/execution/completion-gate.js";
 import { newId } from "../src/ids.js";
-import { messageRow } from "../src/lineage-rows.js";
+import { messageRow } from "../src/lineage/lineage-rows.js";
 import { waitFor } from "./harness.js";
 
 // A server that joined an execution (cluster mode) has nothing of its own to go by: the execution is

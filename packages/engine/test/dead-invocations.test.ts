@@ -1,8 +1,8 @@
 import { openMemoryLineageDatabase } from "@factflow/lineage";
 import type { LineageRow, LineageStatus } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
-import { invocationsOfSettledMessages } from "../src/dead-invocations.js";
 import { uuidv7 } from "../src/ids.js";
+import { invocationsOfSettledMessages } from "../src/lineage/dead-invocations.js";
 
 const EXECUTION = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
 

@@ -1,7 +1,7 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { type Abortable, DeliverySignal } from "../src/delivery-signal.js";
-import { Semaphore, Watermark } from "../src/semaphore.js";
+import { type Abortable, DeliverySignal } from "../src/delivery/delivery-signal.js";
+import { Semaphore, Watermark } from "../src/delivery/semaphore.js";
 
 describe("DeliverySignal", () => {
   it("aborts with the provider's or the execution's signal while the delivery runs", () => {

@@ -1,7 +1,7 @@
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
 import { ProviderError, type QueueProtocol } from "@factflow/protocols";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DeliveryLedger } from "../src/delivery-ledger.js";
+import { DeliveryLedger } from "../src/delivery/delivery-ledger.js";
 import { childMessageId } from "../src/ids.js";
 import { forwarding, type Harness, openHarness, seen } from "./harness.js";
 

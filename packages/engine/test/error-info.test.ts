@@ -1,6 +1,6 @@
 import { FactflowError } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
-import { errorInfoOf } from "../src/lineage-rows.js";
+import { errorInfoOf } from "../src/lineage/lineage-rows.js";
 
 describe("the error a lineage row keeps", () => {
   it("keeps a thrown Error's stack, cut at 8,000 characters", () => {

@@ -1,6 +1,6 @@
 import type { LineageProtocol, LineageRow, LineageUpdate } from "@factflow/protocols";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LINEAGE_RECONCILED } from "../src/lineage-reconciler.js";
+import { LINEAGE_RECONCILED } from "../src/lineage/lineage-reconciler.js";
 import { type Harness, openHarness } from "./harness.js";
 
 /**

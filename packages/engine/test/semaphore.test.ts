@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Semaphore, Watermark } from "../src/semaphore.js";
+import { Semaphore, Watermark } from "../src/delivery/semaphore.js";
 
 describe("Semaphore", () => {
   it("grants permits in FIFO order and never more than it has", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { StallDiagnosis } from "../src/index.js";
-import { StallWatch } from "../src/stall-watch.js";
+import { StallWatch } from "../src/stall/stall-watch.js";
 import { waitFor } from "./harness.js";
 
 // The watch on its own, with a progress counter and diagnoses the test controls.

@@ -108,6 +108,20 @@ export class PulsarRest {
     );
   }
 
+  /**
+   * The answer to a change of a topic or subscription that may not exist: false on 404 (nothing to
+   * change), the admin API's error on any other failure, true once the change was made.
+   */
+  private async doneUnlessMissing(response: Response, what: string): Promise<boolean> {
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return false;
+    }
+    if (!response.ok) await this.fail(response, what);
+    await response.body?.cancel();
+    return true;
+  }
+
   /** Fails unless the namespace exists (the provider's connect check). */
   async checkNamespace(): Promise<void> {
     const { adminUrl, tenant, namespace } = this.options;
@@ -202,13 +216,7 @@ export class PulsarRest {
   async deleteTopic(topic: string): Promise<boolean> {
     const what = `deleting topic "${topic}"`;
     const response = await this.callUnlessBusy("DELETE", `${this.topicPath(topic)}?force=true`, what);
-    if (response.status === 404) {
-      await response.body?.cancel();
-      return false;
-    }
-    if (!response.ok) await this.fail(response, what);
-    await response.body?.cancel();
-    return true;
+    return this.doneUnlessMissing(response, what);
   }
 
   /**
@@ -222,13 +230,7 @@ export class PulsarRest {
       `${this.topicPath(topic)}/subscription/${encodeURIComponent(subscription)}/skip_all`,
       what,
     );
-    if (response.status === 404) {
-      await response.body?.cancel();
-      return false;
-    }
-    if (!response.ok) await this.fail(response, what);
-    await response.body?.cancel();
-    return true;
+    return this.doneUnlessMissing(response, what);
   }
 
   /** Deletes one subscription of a topic (forcing its consumers off). False when it did not exist. */
@@ -239,12 +241,6 @@ export class PulsarRest {
       `${this.topicPath(topic)}/subscription/${encodeURIComponent(subscription)}?force=true`,
       what,
     );
-    if (response.status === 404) {
-      await response.body?.cancel();
-      return false;
-    }
-    if (!response.ok) await this.fail(response, what);
-    await response.body?.cancel();
-    return true;
+    return this.doneUnlessMissing(response, what);
   }
 }

@@ -1,6 +1,6 @@
 import type { LineageProtocol, LineageRow } from "@factflow/protocols";
 import { OPEN_LINEAGE_STATUSES } from "@factflow/protocols";
-import { DELIVERY_ABANDONED } from "./errors.js";
+import { DELIVERY_ABANDONED } from "../errors.js";
 
 const PAGE = 10_000;
 

@@ -1,4 +1,4 @@
-import type { RouteCounters } from "./route-processor.js";
+import type { RouteCounters } from "../delivery/route-processor.js";
 
 /** What one route of a running execution is doing right now, in this process. */
 export interface RouteActivity {

@@ -1,5 +1,5 @@
 import type { LineageProtocol, LineageRow, LineageStatus, Logger, QueueProtocol } from "@factflow/protocols";
-import type { DeliveryLedger } from "./delivery-ledger.js";
+import type { DeliveryLedger } from "../delivery/delivery-ledger.js";
 
 /** The lineage error a reconciled row is closed with. */
 export const LINEAGE_RECONCILED = "LineageReconciled";

@@ -5,8 +5,8 @@ import {
   type QueueProtocol,
   type RouteStatusCount,
 } from "@factflow/protocols";
-import type { ExecutionProgress, RouteActivity } from "./execution-progress.js";
-import { scopedDestination } from "./scoped-destination.js";
+import type { ExecutionProgress, RouteActivity } from "../execution/execution-progress.js";
+import { scopedDestination } from "../execution/scoped-destination.js";
 import { waitingFor } from "./stall-report.js";
 
 /** How long one read of a diagnosis (lineage, one queue's stats) may take before it is left out. */

@@ -14,6 +14,14 @@ import {
   TraceAttribute,
   type Tracer,
 } from "@factflow/protocols";
+import type { RouteQueueOptions } from "../config/route-queue-options.js";
+import { FatalAdapterError } from "../errors.js";
+import type { RouteActivity } from "../execution/execution-progress.js";
+import { isReseeded } from "../execution/reseed.js";
+import { nowIso } from "../ids.js";
+import { errorInfoOf } from "../lineage/lineage-rows.js";
+import { restoreQueuedRow } from "../lineage/queued-row.js";
+import type { ExecutionRuntime } from "../runtime.js";
 import {
   type ChainOutcome,
   type ChainRun,
@@ -23,17 +31,9 @@ import {
 } from "./adapter-chain.js";
 import { type Abortable, DeliverySignal } from "./delivery-signal.js";
 import { type Admission, admitDelivery } from "./duplicate-admission.js";
-import { FatalAdapterError } from "./errors.js";
-import type { RouteActivity } from "./execution-progress.js";
-import { nowIso } from "./ids.js";
-import { errorInfoOf } from "./lineage-rows.js";
 import { publishOutputs } from "./outbound-publisher.js";
-import { restoreQueuedRow } from "./queued-row.js";
 import { recordSkipped } from "./record-skipped.js";
-import { isReseeded } from "./reseed.js";
 import type { RouteCondition } from "./route-condition.js";
-import type { RouteQueueOptions } from "./route-queue-options.js";
-import type { ExecutionRuntime } from "./runtime.js";
 import { Semaphore, Watermark } from "./semaphore.js";
 import { BatchState, type HeldDelivery } from "./stateful-batch.js";
 import { ChainTrace, contextOf, endDeliverySpan, startDeliverySpan } from "./tracing.js";

@@ -5,7 +5,7 @@ import {
   type LineageErrorInfo,
   type LineageRow,
 } from "@factflow/protocols";
-import { nowIso } from "./ids.js";
+import { nowIso } from "../ids.js";
 
 /** The `message` row of a message about to be published to `route`. Its id is the message id. */
 export function messageRow(input: {

@@ -9,7 +9,7 @@ import {
   type PipelineContext,
   PipelineError,
 } from "@factflow/protocols";
-import type { AdapterRegistry } from "./adapter-registry.js";
+import type { AdapterRegistry } from "../config/adapter-registry.js";
 
 /** What a skipped step returns: its input, unchanged, marked so its lineage row reads `skipped`. */
 export const SKIPPED_STEP_METADATA = "skipped";

@@ -1,8 +1,8 @@
 import type { Delivery } from "@factflow/protocols";
+import { isReseeded } from "../execution/reseed.js";
+import { errorInfoOf } from "../lineage/lineage-rows.js";
+import type { ExecutionRuntime } from "../runtime.js";
 import type { DeliveryVerdict } from "./delivery-ledger.js";
-import { errorInfoOf } from "./lineage-rows.js";
-import { isReseeded } from "./reseed.js";
-import type { ExecutionRuntime } from "./runtime.js";
 
 /** What {@link admitDelivery} decided: run the route, acknowledge a duplicate, or give up (aborted). */
 export type Admission = "run" | "duplicate" | "aborted";

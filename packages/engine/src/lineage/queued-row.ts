@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Delivery } from "@factflow/protocols";
+import type { ExecutionRuntime } from "../runtime.js";
 import { errorInfoOf, messageRow } from "./lineage-rows.js";
-import type { ExecutionRuntime } from "./runtime.js";
 
 /**
  * Header on a message whose `message` lineage row was only queued in the publisher's group-commit

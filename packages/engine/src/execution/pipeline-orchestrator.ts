@@ -22,26 +22,26 @@ import {
   type Tracer,
   type TraceSpan,
 } from "@factflow/protocols";
-import type { AdapterRegistry } from "./adapter-registry.js";
+import type { AdapterRegistry } from "../config/adapter-registry.js";
+import { checkQueueCapabilities, routeQueueOptions } from "../config/route-queue-options.js";
+import { DeliveryLedger } from "../delivery/delivery-ledger.js";
+import { priorityRules, withPriorityStamp } from "../delivery/priority-stamp.js";
+import { createRouteCondition, type RouteCondition } from "../delivery/route-condition.js";
+import { RouteProcessor } from "../delivery/route-processor.js";
+import { Semaphore } from "../delivery/semaphore.js";
+import { withStepCondition } from "../delivery/step-condition.js";
+import { newId } from "../ids.js";
+import { LineageReconciler } from "../lineage/lineage-reconciler.js";
+import { messageRow } from "../lineage/lineage-rows.js";
+import { newRunId } from "../lineage/queued-row.js";
+import type { ExecutionRuntime } from "../runtime.js";
+import { diagnoseExecution, type StallDiagnosis } from "../stall/stall-diagnosis.js";
+import { DEFAULT_STALL_AFTER_MS, StallWatch } from "../stall/stall-watch.js";
 import { CompletionGate } from "./completion-gate.js";
-import { DeliveryLedger } from "./delivery-ledger.js";
 import type { ExecutionEventType } from "./execution-events.js";
 import type { ExecutionProgress } from "./execution-progress.js";
 import { ExecutionScopedQueue } from "./execution-scoped-queue.js";
-import { newId } from "./ids.js";
-import { LineageReconciler } from "./lineage-reconciler.js";
-import { messageRow } from "./lineage-rows.js";
-import { priorityRules, withPriorityStamp } from "./priority-stamp.js";
-import { newRunId } from "./queued-row.js";
 import { publishReseed, type ReseedMessage } from "./reseed.js";
-import { createRouteCondition, type RouteCondition } from "./route-condition.js";
-import { RouteProcessor } from "./route-processor.js";
-import { checkQueueCapabilities, routeQueueOptions } from "./route-queue-options.js";
-import type { ExecutionRuntime } from "./runtime.js";
-import { Semaphore } from "./semaphore.js";
-import { diagnoseExecution, type StallDiagnosis } from "./stall-diagnosis.js";
-import { DEFAULT_STALL_AFTER_MS, StallWatch } from "./stall-watch.js";
-import { withStepCondition } from "./step-condition.js";
 import { endExecutionSpan, startExecutionSpan } from "./tracing-execution.js";
 
 /** What starts the message flow of an execution. */

@@ -1,6 +1,6 @@
 import { type Delivery, type HandlerResult, MessageStatus } from "@factflow/protocols";
-import { nowIso } from "./ids.js";
-import type { ExecutionRuntime } from "./runtime.js";
+import { nowIso } from "../ids.js";
+import type { ExecutionRuntime } from "../runtime.js";
 
 /**
  * Settles a message its route's condition skipped: the message row closes as `skipped` (no adapter

@@ -12,8 +12,9 @@ import {
 } from "@factflow/protocols";
 
 /**
- * The engine's side of tracing (docs/observability.md). Every function here is called only when the
- * engine has a tracer: without one no span is created and no trace header is read.
+ * The engine's side of tracing (docs/observability.md); the execution span is started in
+ * execution/tracing-execution.ts. Every function here is called only when the engine has a tracer:
+ * without one no span is created and no trace header is read.
  *
  * - an execution span per execution, child of the caller's active context (the start request);
  * - a delivery span per delivery per route, child of the context its message carried;

@@ -9,8 +9,10 @@ import type {
   PipelineConfig,
 } from "@factflow/protocols";
 import { isFactflowError, PipelineError } from "@factflow/protocols";
-import { abandonAdapterRows, invocationsOfSettledMessages, openRowsOf } from "./dead-invocations.js";
-import { ExecutionNotFoundError } from "./errors.js";
+import { ExecutionNotFoundError } from "../errors.js";
+import { uuidv7 } from "../ids.js";
+import { abandonAdapterRows, invocationsOfSettledMessages, openRowsOf } from "../lineage/dead-invocations.js";
+import type { StallDiagnosis } from "../stall/stall-diagnosis.js";
 import {
   type ExecutionEvent,
   ExecutionEventHub,
@@ -18,11 +20,9 @@ import {
   TERMINAL_EVENT_TYPES,
 } from "./execution-events.js";
 import type { ExecutionProgress } from "./execution-progress.js";
-import { uuidv7 } from "./ids.js";
 import type { OrchestratorManager, StartSlot } from "./orchestrator-manager.js";
 import type { ExecutionSeed } from "./pipeline-orchestrator.js";
 import { openMessageRows } from "./reseed.js";
-import type { StallDiagnosis } from "./stall-diagnosis.js";
 
 export interface CreateExecutionRequest {
   /** A config returned by `loadPipelineConfig`; it is frozen into the execution's snapshot. */

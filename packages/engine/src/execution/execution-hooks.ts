@@ -1,6 +1,6 @@
 import type { ExecutionRecord, Logger } from "@factflow/protocols";
+import type { StallDiagnosis } from "../stall/stall-diagnosis.js";
 import type { OrchestratorEnd } from "./pipeline-orchestrator.js";
-import type { StallDiagnosis } from "./stall-diagnosis.js";
 
 /**
  * Observers of the executions this process runs, for what the application keeps beside the engine

@@ -1,6 +1,6 @@
 import type { LineageProtocol, Logger } from "@factflow/protocols";
-import type { LineageReconciler } from "./lineage-reconciler.js";
-import type { RouteProcessor } from "./route-processor.js";
+import type { RouteProcessor } from "../delivery/route-processor.js";
+import type { LineageReconciler } from "../lineage/lineage-reconciler.js";
 
 export interface CompletionGateOptions {
   readonly executionId: string;

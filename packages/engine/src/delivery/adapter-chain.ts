@@ -11,11 +11,11 @@ import {
   type PipelineContext,
   type TraceSpan,
 } from "@factflow/protocols";
+import { DELIVERY_ABANDONED } from "../errors.js";
+import { hashJson, newId, nowIso } from "../ids.js";
+import { errorInfoOf, truncate } from "../lineage/lineage-rows.js";
+import type { ExecutionRuntime } from "../runtime.js";
 import type { DeliverySignal } from "./delivery-signal.js";
-import { DELIVERY_ABANDONED } from "./errors.js";
-import { hashJson, newId, nowIso } from "./ids.js";
-import { errorInfoOf, truncate } from "./lineage-rows.js";
-import type { ExecutionRuntime } from "./runtime.js";
 import type { BatchFate, BatchState, HeldDelivery } from "./stateful-batch.js";
 import { isSkippedStep } from "./step-condition.js";
 import type { ChainTrace } from "./tracing.js";

@@ -7,12 +7,12 @@ import {
   type OutboundMessage,
   PipelineError,
 } from "@factflow/protocols";
+import { isReseeded, RESEED_HEADER } from "../execution/reseed.js";
+import { childMessageId, nowIso } from "../ids.js";
+import { errorInfoOf, messageRow } from "../lineage/lineage-rows.js";
+import { QUEUED_ROW_HEADER, queuedRowHeader } from "../lineage/queued-row.js";
+import type { ExecutionRuntime } from "../runtime.js";
 import type { PendingEmit } from "./adapter-chain.js";
-import { childMessageId, nowIso } from "./ids.js";
-import { errorInfoOf, messageRow } from "./lineage-rows.js";
-import { QUEUED_ROW_HEADER, queuedRowHeader } from "./queued-row.js";
-import { isReseeded, RESEED_HEADER } from "./reseed.js";
-import type { ExecutionRuntime } from "./runtime.js";
 import type { Watermark } from "./semaphore.js";
 import type { ChainTrace } from "./tracing.js";
 
@@ -286,7 +286,7 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
 
 /**
  * The broker publish of one target under its row's id (a synchronous throw rejects). `queuedRow`:
- * the row was only queued in this process's writer, not registered durably (see queued-row.ts).
+ * the row was only queued in this process's writer, not registered durably (see lineage/queued-row.ts).
  */
 function sendTarget(
   runtime: ExecutionRuntime,

@@ -7,8 +7,8 @@ import {
   type MessageEnvelope,
   PipelineError,
 } from "@factflow/protocols";
-import type { AdapterRegistry } from "./adapter-registry.js";
-import type { ExecutionRuntime } from "./runtime.js";
+import type { AdapterRegistry } from "../config/adapter-registry.js";
+import type { ExecutionRuntime } from "../runtime.js";
 
 /** A route's condition, ready to run: true runs the route, false skips the message. */
 export interface RouteCondition {

@@ -5,7 +5,7 @@ import {
   type PipelineConfig,
   PipelineError,
 } from "@factflow/protocols";
-import { TooManyConcurrentExecutionsError } from "./errors.js";
+import { TooManyConcurrentExecutionsError } from "../errors.js";
 import type { ExecutionEventType } from "./execution-events.js";
 import { callHook, type ExecutionHooks } from "./execution-hooks.js";
 import { ExecutionScopedQueue } from "./execution-scoped-queue.js";
