@@ -2,7 +2,7 @@ import { CopyButton } from "../components/payload.tsx";
 import { href, hrefWith, navigate } from "../router.ts";
 
 /** The most rows one tree answer holds: the server's `?limit=` refuses more (as does the CLI's `--limit`). */
-export const MAX_TREE_ROWS = 20_000;
+const MAX_TREE_ROWS = 20_000;
 
 /** The `limit` a tree page's URL asks for: a whole number from 1 to {@link MAX_TREE_ROWS}, else the server's default. */
 export function treeLimit(params: URLSearchParams): number | undefined {
