@@ -1,9 +1,11 @@
 /**
- * `pnpm bench lineage-tree [rows] [limit]` (default 100 002 rows, the store's default limit): how
- * long `tree()` takes on PGlite for the root message of one execution of `rows` lineage rows (a
- * root message fanning out to 1000 child messages, each fanning out to grandchild messages; one
- * message row and one adapter row per message), and for a leaf message. The rows go in through the
- * store's writer. Prints one JSON line per query.
+ * `pnpm bench lineage-tree [rows] [limit] [pglite|postgres]` (default 100 002 rows, the store's
+ * default limit, PGlite): how long `tree()` takes for the root message of one execution of `rows`
+ * lineage rows (a root message fanning out to 1000 child messages, each fanning out to grandchild
+ * messages; one message row and one adapter row per message), and for a leaf message. The rows go
+ * in through the store's writer: on PGlite in a temporary directory, or on PostgreSQL in a scratch
+ * database of `DATABASE_URL` (default postgres://postgres@127.0.0.1:5432), dropped at the end.
+ * Prints one JSON line per query.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +13,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { openLineageDatabase, uuidv7 } from "@factflow/lineage";
 import type { LineageRow } from "@factflow/protocols";
+import { createScratchDatabase, type ScratchDatabase } from "./_scratch-database.js";
 
 const CHILDREN = 1000;
 
@@ -50,11 +53,18 @@ function message(
 }
 
 export async function run(args: string[]): Promise<void> {
-  const rows = Number.parseInt(args[0] ?? "100002", 10);
-  const limit = args[1] === undefined ? undefined : Number.parseInt(args[1], 10);
+  const store = args.includes("postgres") ? "postgres" : "pglite";
+  const numbers = args.filter((a) => /^\d+$/.test(a));
+  const rows = Number.parseInt(numbers[0] ?? "100002", 10);
+  const limit = numbers[1] === undefined ? undefined : Number.parseInt(numbers[1], 10);
   const grandchildren = Math.max(0, Math.floor((rows - 2 - CHILDREN * 2) / 2 / CHILDREN));
-  const dir = await mkdtemp(join(tmpdir(), "factflow-bench-tree-"));
-  const db = await openLineageDatabase({ dataDir: dir });
+  let dir: string | undefined;
+  let scratch: ScratchDatabase | undefined;
+  if (store === "postgres") scratch = await createScratchDatabase();
+  else dir = await mkdtemp(join(tmpdir(), "factflow-bench-tree-"));
+  const db = await openLineageDatabase(
+    scratch === undefined ? { dataDir: dir } : { databaseUrl: scratch.url },
+  );
   try {
     const executionId = uuidv7();
     let at = 0;
@@ -75,7 +85,7 @@ export async function run(args: string[]): Promise<void> {
       await db.lineage.roomFor?.(10_000);
     }
     await db.lineage.flush();
-    console.error(`[factflow/bench] lineage-tree: wrote ${written} rows`);
+    console.error(`[factflow/bench] lineage-tree: wrote ${written} rows to ${store}`);
     for (const [name, messageId] of [
       ["root", "m-root"],
       ["leaf", leaf],
@@ -85,6 +95,7 @@ export async function run(args: string[]): Promise<void> {
       const ms = performance.now() - started;
       console.log(
         JSON.stringify({
+          store,
           rows: written,
           message: name,
           ms: Math.round(ms),
@@ -95,6 +106,7 @@ export async function run(args: string[]): Promise<void> {
     }
   } finally {
     await db.close();
-    await rm(dir, { recursive: true, force: true });
+    if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+    await scratch?.drop();
   }
 }

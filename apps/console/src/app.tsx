@@ -114,7 +114,7 @@ function Page(props: { route: Route }) {
   if (section === "executions" && id === undefined) return <ExecutionsPage route={props.route} />;
   if (section === "executions" && id !== undefined && rest.length === 0) {
     if (sub === "lineage" && messageId !== undefined)
-      return <LineageTreePage executionId={id} messageId={messageId} />;
+      return <LineageTreePage key={id} executionId={id} messageId={messageId} route={props.route} />;
     if (sub === "lineage")
       return <LineageListPage key={props.route.params.toString()} executionId={id} route={props.route} />;
     if (sub === undefined) return <ExecutionPage key={id} id={id} />;

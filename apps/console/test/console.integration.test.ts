@@ -140,6 +140,24 @@ describe.skipIf(missing !== undefined)(
       ).toBe(messageId);
       await b.shot("04-lineage");
 
+      // A batch message, three hops below the init message: its tree reaches the root.
+      const first = async (route: string) =>
+        (await server.call("GET", `/executions/${executionId}/lineage?route=${route}&kind=message&limit=1`))
+          .body.items[0].message_id as string;
+      const root = await first("discover");
+      const batch = await first("batch");
+      await page.goto(`${server.base}/ui/#/executions/${executionId}/lineage/${batch}`);
+      await page.locator(`[data-testid="lineage-graph"] g.node[data-node-id="${batch}"]`).waitFor();
+      expect(await page.locator(`[data-testid="lineage-graph"] g.node[data-node-id="${root}"]`).count()).toBe(
+        1,
+      );
+      const labels = await page.locator('[data-testid="lineage-graph"] .node-label').allTextContents();
+      for (const route of ["discover", "split", "enrich", "batch"])
+        expect(
+          labels.some((l) => l.startsWith(`${route} ·`)),
+          route,
+        ).toBe(true);
+
       // The execution's whole lineage, virtualised: far fewer rows in the DOM than in the table.
       await page.goto(`${server.base}/ui/#/executions/${executionId}/lineage`);
       const table = page.getByTestId("lineage-rows");

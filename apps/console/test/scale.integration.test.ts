@@ -126,6 +126,51 @@ describe.skipIf(missing !== undefined)(
       expect(await page.locator('[data-testid="lineage-graph"] g.edge').count()).toBe(1);
     });
 
+    it("cuts the root's tree at 5,000 rows, loads up to 20,000 on request, then says where the rest are", async () => {
+      const { page } = b;
+      const root = (await server.call("GET", `/executions/${bigId}/lineage?route=fan&kind=message&limit=1`))
+        .body.items[0].message_id as string;
+      const limits: (string | null)[] = [];
+      page.on("request", (r) => {
+        const url = new URL(r.url());
+        if (url.pathname === `/api/v1/executions/${bigId}/lineage/${root}`)
+          limits.push(url.searchParams.get("limit"));
+      });
+      // From another page: the question before a large tree is asked once per visit to an execution's trees.
+      await page.goto(`${server.base}/ui/#/executions/${bigId}`);
+      await page.goto(`${server.base}/ui/#/executions/${bigId}/lineage/${root}`);
+      await page.getByTestId("load-tree").click();
+      const summary = page.getByTestId("lineage-summary");
+      await expect.poll(() => summary.getAttribute("data-rows"), { timeout: 120_000 }).toBe("5000");
+      expect(await summary.getAttribute("data-truncated")).toBe("true");
+      const notice = page.getByTestId("tree-truncated");
+      expect(await notice.getAttribute("data-limit")).toBe("5000");
+      expect(await notice.textContent()).toContain("Showing the first 5000 rows of this tree");
+      expect(await page.getByTestId("tree-max").count()).toBe(0);
+
+      await page.getByTestId("tree-more").click();
+      expect(page.url()).toMatch(/\?limit=20000$/);
+      await expect.poll(() => summary.getAttribute("data-rows"), { timeout: 120_000 }).toBe("20000");
+      expect(limits).toEqual([null, "20000"]);
+      expect(await summary.getAttribute("data-truncated")).toBe("true");
+      expect(await notice.getAttribute("data-limit")).toBe("20000");
+      // At the maximum there is nothing more to ask for: the notice says where the rest are instead.
+      expect(await page.getByTestId("tree-more").count()).toBe(0);
+      expect(await page.getByTestId("tree-max").textContent()).toContain("20,000 is the most one tree holds");
+      expect(await page.getByTestId("tree-cli").textContent()).toBe(
+        `factflow lineage ${bigId} --message ${root} --limit 20000`,
+      );
+      // The table holds every row of the answer, virtualised.
+      expect(await page.getByTestId("lineage-tree-rows").getAttribute("data-rows")).toBe("20000");
+      expect(await page.locator("[data-testid=lineage-tree-rows] .vtable-row").count()).toBeLessThan(80);
+      await b.shot("17-lineage-tree-limit");
+
+      // The limit is in the URL: a reload asks for it again, without the large-execution question.
+      await page.reload();
+      await expect.poll(() => summary.getAttribute("data-rows"), { timeout: 120_000 }).toBe("20000");
+      expect(limits).toEqual([null, "20000", "20000"]);
+    });
+
     it("shows the route counts of the 100,000-row execution", async () => {
       const { page } = b;
       await page.goto(`${server.base}/ui/#/executions/${bigId}`);

@@ -8,6 +8,7 @@ import { VirtualTable } from "../components/virtual-table.tsx";
 import { shortId } from "../format.ts";
 import { href, hrefWith, navigate, type Route } from "../router.ts";
 import { LineageRowDetail } from "./lineage-row-detail.tsx";
+import { TreeTruncatedNotice, treeLimit } from "./lineage-tree-notice.tsx";
 
 /** Rows fetched per request while scrolling the execution's lineage (the API's maximum). */
 const PAGE = 500;
@@ -159,8 +160,9 @@ interface TreeAnswer {
 }
 
 /** One message's tree across hops: ancestors and descendants, as a graph and a virtualised table. */
-export function LineageTreePage(props: { executionId: string; messageId: string }) {
+export function LineageTreePage(props: { executionId: string; messageId: string; route: Route }) {
   const [confirmed, setConfirmed] = useState(false);
+  const limit = treeLimit(props.route.params);
   const size = useLoad(
     () =>
       api<Page<LineageRow>>(
@@ -182,7 +184,8 @@ export function LineageTreePage(props: { executionId: string; messageId: string 
         {size.error === undefined ? <Loading what="the lineage" /> : <ErrorBox error={size.error} />}
       </div>
     );
-  if (size.data > LARGE_EXECUTION && !confirmed) {
+  // A limit in the URL was asked for (the notice of a cut tree, or a link someone shared): no need to ask again.
+  if (size.data > LARGE_EXECUTION && !confirmed && limit === undefined) {
     return (
       <div>
         {heading}
@@ -203,26 +206,35 @@ export function LineageTreePage(props: { executionId: string; messageId: string 
   return (
     <div>
       {heading}
-      <LineageTree key={props.messageId} executionId={props.executionId} messageId={props.messageId} />
+      <LineageTree
+        key={`${props.messageId}\u0000${limit ?? ""}`}
+        executionId={props.executionId}
+        messageId={props.messageId}
+        limit={limit}
+      />
     </div>
   );
 }
 
-function LineageTree(props: { executionId: string; messageId: string }) {
+function LineageTree(props: { executionId: string; messageId: string; limit: number | undefined }) {
   const tree = useLoad(
     () =>
       api<TreeAnswer>(
         "GET",
-        `/executions/${encodeURIComponent(props.executionId)}/lineage/${encodeURIComponent(props.messageId)}`,
+        `/executions/${encodeURIComponent(props.executionId)}/lineage/${encodeURIComponent(props.messageId)}${query({ limit: props.limit })}`,
       ),
-    [props.executionId, props.messageId],
+    [props.executionId, props.messageId, props.limit],
   );
   const rows = tree.data?.items ?? [];
   const [selected, setSelected] = useState<LineageRow | undefined>();
   const graph = useMemo(() => buildTree(rows, props.executionId, props.messageId), [rows]);
 
   if (tree.data === undefined)
-    return tree.error === undefined ? <Loading what="the tree" /> : <ErrorBox error={tree.error} />;
+    return tree.error === undefined ? (
+      <Loading what={props.limit === undefined ? "the tree" : `the tree (up to ${props.limit} rows)`} />
+    ) : (
+      <ErrorBox error={tree.error} />
+    );
   return (
     <div data-testid="lineage-page" data-message-id={props.messageId}>
       <Section
@@ -242,11 +254,12 @@ function LineageTree(props: { executionId: string; messageId: string }) {
             : ""}
         </p>
         {tree.data.truncated ? (
-          <p data-testid="tree-truncated">
-            Showing the first {rows.length} rows of this tree: its ancestors, then descendants level by level;
-            the server left the rest out.{" "}
-            <a href={href("executions", props.executionId, "lineage")}>browse every row page by page</a>
-          </p>
+          <TreeTruncatedNotice
+            executionId={props.executionId}
+            messageId={props.messageId}
+            rows={rows.length}
+            limit={tree.data.limit}
+          />
         ) : null}
         <GraphView
           testId="lineage-graph"
