@@ -35,6 +35,8 @@ const CLOCK_TICK_MS = 10;
 /** Handlers each server runs at once per route, and deliveries it may hold per route. */
 const CONCURRENCY = 8;
 const PREFETCH = 16;
+/** How long the servers' CPU is sampled while they hold no work. */
+const IDLE_SAMPLE_MS = 3000;
 
 const PROVIDERS = ["rabbitmq", "artemis", "redis", "pulsar"] as const;
 type Provider = (typeof PROVIDERS)[number];
@@ -167,6 +169,24 @@ function handlerOf(handlerMs: number): string {
   return handlerMs > 0 ? `{ type: delay, config: { ms: ${handlerMs} } }` : "{ type: passthrough }";
 }
 
+/** Starts one execution per input, round-robin through the servers, and waits until all completed. */
+async function runExecutions(servers: readonly Server[], inputs: readonly unknown[]): Promise<void> {
+  const ids: string[] = [];
+  for (const [e, input] of inputs.entries()) {
+    const server = servers[e % servers.length] as Server;
+    ids.push((await api(server.base, "POST", "/api/v1/executions", { config: "scale", input })).id);
+  }
+  for (const id of ids) {
+    for (;;) {
+      const execution = await api((servers[0] as Server).base, "GET", `/api/v1/executions/${id}`);
+      if (execution.status === "completed") break;
+      if (execution.status !== "running")
+        throw new Error(`[factflow/bench] execution ${id} ended ${execution.status}: ${execution.error}`);
+      await sleep(20);
+    }
+  }
+}
+
 async function round({ provider, processes, executions, items, handlerMs }: Round) {
   const dir = mkdtempSync(join(tmpdir(), "factflow-bench-scale-"));
   const configDir = join(dir, "configs");
@@ -206,27 +226,32 @@ routes:
         }),
       );
     }
+    // Not measured: one small execution started through each server, so every process has loaded
+    // and compiled the code a delivery runs before the clock starts (a cost per process, not per
+    // message), then the servers' CPU over an idle while (discovery, heartbeats, polls).
+    await runExecutions(
+      servers,
+      servers.map(() => ({ items: Array.from({ length: 2 * CONCURRENCY }, (_, n) => n) })),
+    );
+    const idleBefore = servers.map((s) => cpuMs(s.child.pid));
+    await sleep(IDLE_SAMPLE_MS);
+    const idle = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid) - (idleBefore[i] ?? 0), 0);
     const cpuBefore = servers.map((s) => cpuMs(s.child.pid));
     const started = performance.now();
-    const ids: string[] = [];
-    for (let e = 0; e < executions; e++) {
-      const server = servers[e % servers.length] as Server;
-      const input = { items: Array.from({ length: items }, (_, n) => n) };
-      ids.push((await api(server.base, "POST", "/api/v1/executions", { config: "scale", input })).id);
-    }
-    for (const id of ids) {
-      for (;;) {
-        const execution = await api((servers[0] as Server).base, "GET", `/api/v1/executions/${id}`);
-        if (execution.status === "completed") break;
-        if (execution.status !== "running")
-          throw new Error(`[factflow/bench] execution ${id} ended ${execution.status}: ${execution.error}`);
-        await sleep(20);
-      }
-    }
+    await runExecutions(
+      servers,
+      Array.from({ length: executions }, () => ({ items: Array.from({ length: items }, (_, n) => n) })),
+    );
     const seconds = (performance.now() - started) / 1000;
     const cpu = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid) - (cpuBefore[i] ?? 0), 0);
     const messages = executions * (1 + 2 * items);
-    return { msgsPerSec: messages / seconds, cpuMsPerMsg: cpu / messages, messages, seconds };
+    return {
+      msgsPerSec: messages / seconds,
+      cpuMsPerMsg: cpu / messages,
+      idleCpuMsPerServerSec: idle / processes / (IDLE_SAMPLE_MS / 1000),
+      messages,
+      seconds,
+    };
   } finally {
     for (const s of servers) s.child.kill("SIGTERM");
     await Promise.all(
@@ -293,6 +318,7 @@ export async function run(args: string[]): Promise<void> {
           cpuMsPerMsg: Math.round(r.cpuMsPerMsg * 1000) / 1000,
           speedup: Math.round((r.msgsPerSec / baseline.msgsPerSec) * 100) / 100,
           cpuRatio: Math.round((r.cpuMsPerMsg / baseline.cpuMsPerMsg) * 100) / 100,
+          idleCpuMsPerServerSec: Math.round(r.idleCpuMsPerServerSec),
           messages: r.messages,
           seconds: Math.round(r.seconds * 100) / 100,
         }),
