@@ -1,29 +1,90 @@
 /**
- * `pnpm bench scale [rabbitmq|artemis] [executions] [items]`: the same pipeline on 1, 2 and 3
- * `factflow serve` processes sharing one broker and one PostgreSQL (cluster mode, see
- * docs/deployment.md). Each round gets a fresh database, starts its servers, starts the executions
- * round-robin through them, and waits until every one has completed. Prints one JSON line per
- * round: `{"bench":"scale","provider",…,"processes":N,"msgsPerSec":…,"cpuMsPerMsg":…}`; the
- * baseline is the 1-process round of the same run (`speedup`).
+ * `pnpm bench scale [provider] [executions] [items] [--providers a,b] [--processes 1,2,3]
+ * [--handler-ms N] [--executions N] [--items N]`: the same pipeline on 1, 2 and 3 (or `--processes`)
+ * `factflow serve` processes sharing one broker (`rabbitmq`, `artemis`, `redis` or `pulsar`) and one
+ * PostgreSQL (cluster mode, see docs/deployment.md). Each round gets a fresh database (and, on Redis,
+ * a key prefix of its own), starts its servers, starts the executions round-robin through them, and
+ * waits until every one has completed. Prints one JSON line per provider and process count:
+ * `{"bench":"scale","provider",…,"processes":N,"msgsPerSec":…,"cpuMsPerMsg":…}`; the baseline is
+ * the first round of the same provider in the same run (`speedup`, `cpuRatio`).
+ *
+ * The pipeline fans each execution's init message out into `items` items that pass two routes of
+ * concurrency 8 per server. Without `--handler-ms` both routes pass messages straight on (the
+ * servers' own cost per message; defaults 6 executions × 500 items). With `--handler-ms N` each
+ * handler of the two routes waits N ms first, as an HTTP or model call would, and the execution's
+ * `max_handlers` is 8, so each server runs at most 8 handlers at once (defaults 1 execution × 3000
+ * items): one server is bound by the wait, and servers add capacity where the machine's two cores
+ * do not bound it.
  *
  * A "message" is one delivery handled by a route: per execution, the init message plus every item
  * on each of the two routes after the fan-out. CPU is the servers' own user+system time (from
  * /proc), so the broker's and PostgreSQL's share of the machine is not in `cpuMsPerMsg`.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { Redis } from "ioredis";
 import { createScratchDatabase } from "./_scratch-database.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const CLI = resolve(ROOT, "apps/cli/src/bin.ts");
 const CLOCK_TICK_MS = 10;
+/** Handlers each server runs at once per route, and deliveries it may hold per route. */
+const CONCURRENCY = 8;
+const PREFETCH = 16;
+/** How long the servers' CPU is sampled while they hold no work. */
+const IDLE_SAMPLE_MS = 3000;
 
-function artemisUrl(): string {
-  const file = join(homedir(), ".cache", "factflow", "services", "artemis", "stomp.url");
-  const recorded = existsSync(file) ? readFileSync(file, "utf8").trim() : "";
-  return process.env.ARTEMIS_STOMP_URL ?? (recorded || "stomp://127.0.0.1:61613");
+const PROVIDERS = ["rabbitmq", "artemis", "redis", "pulsar"] as const;
+type Provider = (typeof PROVIDERS)[number];
+
+/** What a service script under `scripts/services` recorded (`<service>/<file>`), if anything. */
+function recorded(service: string, file: string): string | undefined {
+  const base = process.env.FACTFLOW_SERVICES_DIR ?? join(homedir(), ".cache", "factflow", "services");
+  const path = join(base, service, file);
+  return existsSync(path) ? readFileSync(path, "utf8").trim() || undefined : undefined;
+}
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+
+/** The settings every server of a round gets for its broker (`redisPrefix`: the round's own keys). */
+function providerEnv(provider: Provider, redisPrefix: string): Record<string, string> {
+  switch (provider) {
+    case "rabbitmq":
+      return { FACTFLOW_RABBITMQ_URL: process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672" };
+    case "artemis":
+      return {
+        FACTFLOW_ARTEMIS_URL:
+          process.env.ARTEMIS_STOMP_URL ?? recorded("artemis", "stomp.url") ?? "stomp://127.0.0.1:61613",
+      };
+    case "redis":
+      return { FACTFLOW_REDIS_URL: REDIS_URL, FACTFLOW_REDIS_KEY_PREFIX: redisPrefix };
+    case "pulsar": {
+      const ws = process.env.PULSAR_WS_URL ?? recorded("pulsar", "ws.url") ?? "ws://127.0.0.1:8080";
+      const admin =
+        process.env.PULSAR_ADMIN_URL ?? recorded("pulsar", "web.url") ?? ws.replace(/^ws/, "http");
+      return { FACTFLOW_PULSAR_URL: ws, FACTFLOW_PULSAR_ADMIN_URL: admin };
+    }
+  }
+}
+
+/** Deletes every key under a round's Redis key prefix (and nothing else). */
+async function dropRedisPrefix(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1_000);
+      cursor = next;
+      const own = keys.filter((k) => k.startsWith(prefix));
+      if (own.length > 0) await redis.del(...own);
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
 }
 
 interface Server {
@@ -94,14 +155,46 @@ async function api(base: string, method: string, path: string, body?: unknown): 
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
-async function round(provider: string, processes: number, executions: number, items: number) {
+interface Round {
+  readonly provider: Provider;
+  readonly processes: number;
+  readonly executions: number;
+  readonly items: number;
+  /** How long each handler of the two routes after the fan-out waits; 0 passes straight on. */
+  readonly handlerMs: number;
+}
+
+/** A route's adapter: a wait of `handlerMs` (an HTTP or model call) or a passthrough. */
+function handlerOf(handlerMs: number): string {
+  return handlerMs > 0 ? `{ type: delay, config: { ms: ${handlerMs} } }` : "{ type: passthrough }";
+}
+
+/** Starts one execution per input, round-robin through the servers, and waits until all completed. */
+async function runExecutions(servers: readonly Server[], inputs: readonly unknown[]): Promise<void> {
+  const ids: string[] = [];
+  for (const [e, input] of inputs.entries()) {
+    const server = servers[e % servers.length] as Server;
+    ids.push((await api(server.base, "POST", "/api/v1/executions", { config: "scale", input })).id);
+  }
+  for (const id of ids) {
+    for (;;) {
+      const execution = await api((servers[0] as Server).base, "GET", `/api/v1/executions/${id}`);
+      if (execution.status === "completed") break;
+      if (execution.status !== "running")
+        throw new Error(`[factflow/bench] execution ${id} ended ${execution.status}: ${execution.error}`);
+      await sleep(20);
+    }
+  }
+}
+
+async function round({ provider, processes, executions, items, handlerMs }: Round) {
   const dir = mkdtempSync(join(tmpdir(), "factflow-bench-scale-"));
   const configDir = join(dir, "configs");
   mkdirSync(configDir, { recursive: true });
   writeFileSync(
     join(configDir, "scale.yaml"),
     `name: scale
-init:
+${handlerMs > 0 ? `settings: { max_handlers: ${CONCURRENCY} }\n` : ""}init:
   route: split
   message: { items: [] }
 routes:
@@ -110,14 +203,15 @@ routes:
     adapters: [{ type: split, config: { field: items, as: item } }]
     outbound: [work.in]
   work:
-    inbound: { queue: work.in, concurrency: 8, prefetch: 16 }
-    adapters: [{ type: passthrough }]
+    inbound: { queue: work.in, concurrency: ${CONCURRENCY}, prefetch: ${PREFETCH} }
+    adapters: [${handlerOf(handlerMs)}]
     outbound: [done.in]
   done:
-    inbound: { queue: done.in, concurrency: 8, prefetch: 16 }
-    adapters: [{ type: passthrough }]
+    inbound: { queue: done.in, concurrency: ${CONCURRENCY}, prefetch: ${PREFETCH} }
+    adapters: [${handlerOf(handlerMs)}]
 `,
   );
+  const redisPrefix = `ffbench-scale-${randomBytes(4).toString("hex")}:`;
   const database = await createScratchDatabase();
   const servers: Server[] = [];
   try {
@@ -128,33 +222,36 @@ routes:
           FACTFLOW_CONFIG_DIR: configDir,
           FACTFLOW_PROVIDER: provider,
           FACTFLOW_DATABASE_URL: database.url,
-          ...(provider === "artemis"
-            ? { FACTFLOW_ARTEMIS_URL: artemisUrl() }
-            : { FACTFLOW_RABBITMQ_URL: process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672" }),
+          ...providerEnv(provider, redisPrefix),
         }),
       );
     }
+    // Not measured: one small execution started through each server, so every process has loaded
+    // and compiled the code a delivery runs before the clock starts (a cost per process, not per
+    // message), then the servers' CPU over an idle while (discovery, heartbeats, polls).
+    await runExecutions(
+      servers,
+      servers.map(() => ({ items: Array.from({ length: 2 * CONCURRENCY }, (_, n) => n) })),
+    );
+    const idleBefore = servers.map((s) => cpuMs(s.child.pid));
+    await sleep(IDLE_SAMPLE_MS);
+    const idle = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid) - (idleBefore[i] ?? 0), 0);
     const cpuBefore = servers.map((s) => cpuMs(s.child.pid));
     const started = performance.now();
-    const ids: string[] = [];
-    for (let e = 0; e < executions; e++) {
-      const server = servers[e % servers.length] as Server;
-      const input = { items: Array.from({ length: items }, (_, n) => n) };
-      ids.push((await api(server.base, "POST", "/api/v1/executions", { config: "scale", input })).id);
-    }
-    for (const id of ids) {
-      for (;;) {
-        const execution = await api((servers[0] as Server).base, "GET", `/api/v1/executions/${id}`);
-        if (execution.status === "completed") break;
-        if (execution.status !== "running")
-          throw new Error(`[factflow/bench] execution ${id} ended ${execution.status}: ${execution.error}`);
-        await sleep(20);
-      }
-    }
+    await runExecutions(
+      servers,
+      Array.from({ length: executions }, () => ({ items: Array.from({ length: items }, (_, n) => n) })),
+    );
     const seconds = (performance.now() - started) / 1000;
     const cpu = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid) - (cpuBefore[i] ?? 0), 0);
     const messages = executions * (1 + 2 * items);
-    return { msgsPerSec: messages / seconds, cpuMsPerMsg: cpu / messages, messages, seconds };
+    return {
+      msgsPerSec: messages / seconds,
+      cpuMsPerMsg: cpu / messages,
+      idleCpuMsPerServerSec: idle / processes / (IDLE_SAMPLE_MS / 1000),
+      messages,
+      seconds,
+    };
   } finally {
     for (const s of servers) s.child.kill("SIGTERM");
     await Promise.all(
@@ -163,34 +260,69 @@ routes:
       ),
     );
     await database.drop();
+    if (provider === "redis") await dropRedisPrefix(redisPrefix);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
+/** Comma-separated numbers, e.g. `1,3`. */
+function numbers(text: string): number[] {
+  return text.split(",").map((n) => Number(n.trim()));
+}
+
 export async function run(args: string[]): Promise<void> {
-  const provider = args[0] ?? "rabbitmq";
-  if (provider !== "rabbitmq" && provider !== "artemis") {
-    console.error(`[factflow/bench] scale runs on rabbitmq or artemis, not "${provider}"`);
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      providers: { type: "string" },
+      processes: { type: "string", default: "1,2,3" },
+      "handler-ms": { type: "string", default: "0" },
+      executions: { type: "string" },
+      items: { type: "string" },
+    },
+  });
+  const providers = (values.providers ?? positionals[0] ?? "rabbitmq").split(",").map((p) => p.trim());
+  const unknown = providers.find((p) => !(PROVIDERS as readonly string[]).includes(p));
+  if (unknown !== undefined) {
+    console.error(`[factflow/bench] scale runs on ${PROVIDERS.join(", ")}, not "${unknown}"`);
     process.exitCode = 2;
     return;
   }
-  const executions = Number(args[1] ?? 6);
-  const items = Number(args[2] ?? 500);
-  let baseline: number | undefined;
-  for (const processes of [1, 2, 3]) {
-    const r = await round(provider, processes, executions, items);
-    baseline ??= r.msgsPerSec;
-    console.log(
-      JSON.stringify({
-        bench: "scale",
-        provider,
-        processes,
-        msgsPerSec: Math.round(r.msgsPerSec),
-        cpuMsPerMsg: Math.round(r.cpuMsPerMsg * 1000) / 1000,
-        speedup: Math.round((r.msgsPerSec / baseline) * 100) / 100,
-        messages: r.messages,
-        seconds: Math.round(r.seconds * 100) / 100,
-      }),
+  const handlerMs = Number(values["handler-ms"]);
+  // With waiting handlers a server runs 8 at once per execution: one execution, so 8 per server.
+  const executions = Number(values.executions ?? positionals[1] ?? (handlerMs > 0 ? 1 : 6));
+  const items = Number(values.items ?? positionals[2] ?? (handlerMs > 0 ? 3000 : 500));
+  const counts = numbers(values.processes);
+  const invalid = [executions, items, handlerMs, ...counts].some((n) => !Number.isInteger(n) || n < 0);
+  if (invalid || counts.some((n) => n < 1)) {
+    console.error(
+      "[factflow/bench] scale: executions, items, --handler-ms and --processes take whole numbers",
     );
+    process.exitCode = 2;
+    return;
+  }
+  for (const provider of providers as Provider[]) {
+    let baseline: { msgsPerSec: number; cpuMsPerMsg: number } | undefined;
+    for (const processes of counts) {
+      const r = await round({ provider, processes, executions, items, handlerMs });
+      baseline ??= r;
+      console.log(
+        JSON.stringify({
+          bench: "scale",
+          provider,
+          processes,
+          handlerMs,
+          concurrency: CONCURRENCY,
+          msgsPerSec: Math.round(r.msgsPerSec),
+          cpuMsPerMsg: Math.round(r.cpuMsPerMsg * 1000) / 1000,
+          speedup: Math.round((r.msgsPerSec / baseline.msgsPerSec) * 100) / 100,
+          cpuRatio: Math.round((r.cpuMsPerMsg / baseline.cpuMsPerMsg) * 100) / 100,
+          idleCpuMsPerServerSec: Math.round(r.idleCpuMsPerServerSec),
+          messages: r.messages,
+          seconds: Math.round(r.seconds * 100) / 100,
+        }),
+      );
+    }
   }
 }

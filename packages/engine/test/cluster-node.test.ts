@@ -144,3 +144,33 @@ describe("cluster mode: several engines on one broker and one store", () => {
     expect((await db.executions.getExecution(record.id))?.status).toBe("cancelled");
   });
 });
+
+describe("cluster takeover: the broker's part", () => {
+  it("asks the broker to hand each dead server's deliveries over once, and survives its failure", async () => {
+    const queue = createEmbeddedProvider({ mode: "memory" });
+    await queue.connect();
+    const db = openMemoryLineageDatabase();
+    const expired = ["dead-1", "dead-2"];
+    const claimed: string[] = [];
+    const engine = createEngine({
+      queue,
+      lineage: db.lineage,
+      executions: db.executions,
+      storage: memoryStorage(),
+      adapters: builtins,
+      cluster: {
+        nodeId: "live",
+        store: { ...memoryClusterStore(db.executions), claimExpiredNodes: async () => expired.splice(0) },
+        pollMs: 30,
+        claimDeadNode: async (node) => {
+          claimed.push(node);
+          if (node === "dead-1") throw new Error("broker unreachable");
+        },
+      },
+    });
+    engines.push(engine);
+    await engine.cluster?.start();
+    await waitFor(() => claimed.length === 2, "both dead servers claimed");
+    expect(claimed).toEqual(["dead-1", "dead-2"]);
+  });
+});

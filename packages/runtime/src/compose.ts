@@ -111,9 +111,18 @@ const CLUSTER_RECONCILE_AFTER_MS = 120_000;
 function clusterSettings(
   settings: Settings,
   options: ComposeOptions,
-  providerName: string,
+  provider: QueueProtocol,
   executions: ExecutionStoreProtocol,
-): { nodeId: string; leaseMs: number; store: ReturnType<ExecutionStore["cluster"]> } | undefined {
+  nodeId: string,
+):
+  | {
+      nodeId: string;
+      leaseMs: number;
+      store: ReturnType<ExecutionStore["cluster"]>;
+      claimDeadNode?: (nodeId: string) => Promise<void>;
+    }
+  | undefined {
+  const providerName = provider.name;
   const mode = options.cluster ?? (options.scheduleRetention === false ? "off" : "auto");
   const env = process.env;
   if (mode === "off" || env.FACTFLOW_CLUSTER === "off") return undefined;
@@ -122,10 +131,21 @@ function clusterSettings(
   const cap = Number(env.FACTFLOW_CLUSTER_MAX_RUNNING);
   executions.limitRunning(Number.isInteger(cap) && cap >= 1 ? cap : undefined);
   return {
-    nodeId: env.FACTFLOW_NODE_ID || `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+    nodeId,
     leaseMs: leaseMsOf(env),
     store: executions.cluster(),
+    // Redis moves a dead consumer's entries only after the visibility timeout; a takeover claims them.
+    ...(isRedisProvider(provider) ? { claimDeadNode: (dead: string) => provider.claimFromNode(dead) } : {}),
   };
+}
+
+/** The Redis provider's extra, without loading the Redis package on other brokers. */
+function isRedisProvider(
+  provider: QueueProtocol,
+): provider is QueueProtocol & { claimFromNode(node: string): Promise<void> } {
+  return (
+    provider.name === "redis" && typeof (provider as { claimFromNode?: unknown }).claimFromNode === "function"
+  );
 }
 
 /** Maps `/queue/<execution>/<queue>` to route labels, from the snapshots of executions started here. */
@@ -193,7 +213,13 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
   const routes = new RouteIndex();
   await mkdir(settings.data_dir, { recursive: true });
 
-  const created = await createProvider(settings, logger, { leaseMs: leaseMsOf(process.env) });
+  // Known before the provider exists: on Redis it names the consumers (see `claimDeadNode`).
+  const clusterNodeId =
+    process.env.FACTFLOW_NODE_ID || `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  const created = await createProvider(settings, logger, {
+    leaseMs: leaseMsOf(process.env),
+    nodeId: clusterNodeId,
+  });
   const rawProvider = options.connectProvider === "first-use" ? connectOnFirstUse(created) : created;
   if (options.connectProvider !== "first-use") await rawProvider.connect();
   const closers: (() => Promise<void>)[] = [() => rawProvider.close()];
@@ -232,7 +258,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         : undefined;
     const tracing = ownTracing ?? (options.tracing === false ? undefined : options.tracing);
     if (ownTracing !== undefined) logger.info("OpenTelemetry tracing is on (OTEL_* variables)");
-    const cluster = clusterSettings(settings, options, rawProvider.name, db.executions);
+    const cluster = clusterSettings(settings, options, created, db.executions, clusterNodeId);
     // Leases and owners live in the database (none with `lineage: memory`: nothing is shared).
     const leaseStore = db.executions instanceof ExecutionStore ? db.executions.cluster() : undefined;
     // Outside a cluster, a lease of its own: other processes on this database leave its executions be.

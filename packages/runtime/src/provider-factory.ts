@@ -11,6 +11,11 @@ export interface ProviderOptions {
    * after the lease has its pending entries claimed at about the same time. @default 10000
    */
   readonly leaseMs?: number;
+  /**
+   * This server's cluster node id. On Redis it names the consumers, so a server that takes this one
+   * over claims their pending entries at once (`claimFromNode`).
+   */
+  readonly nodeId?: string;
 }
 
 /** The Redis timing a lease asks for: visibility timeout = lease, a reclaim sweep every quarter of it. */
@@ -78,7 +83,7 @@ export async function createProvider(
           ...(settings.redis_key_prefix === undefined ? {} : { keyPrefix: settings.redis_key_prefix }),
           ...redisTimingOf(options.leaseMs ?? DEFAULT_LEASE_MS),
         },
-        { logger: providerLogger },
+        { logger: providerLogger, ...(options.nodeId === undefined ? {} : { node: options.nodeId }) },
       );
     }
   }

@@ -33,6 +33,13 @@ export interface ClusterOptions {
    * least 5000
    */
   readonly settleMs?: number;
+  /**
+   * Called once for each dead server this one takes over, before its executions are watched: hands
+   * that server's unacknowledged deliveries to a live consumer at once where the broker would only
+   * move them after a timeout of its own (Redis: the pending entries of its consumers). A failure is
+   * logged; the broker's own timeout still moves them.
+   */
+  readonly claimDeadNode?: (nodeId: string) => Promise<void>;
 }
 
 interface Services {
@@ -153,6 +160,12 @@ export class ClusterNode {
     const dead = await store.claimExpiredNodes();
     const running = await store.runningExecutionIds();
     for (const node of dead) {
+      await this.#options.claimDeadNode?.(node).catch((error: Error) =>
+        logger.warn("could not claim a dead server's deliveries; the broker moves them later", {
+          deadNode: node,
+          error: error.message,
+        }),
+      );
       const adopted = await store.adoptExecutions(node, this.nodeId);
       logger.warn("took over after a server whose lease expired", {
         deadNode: node,

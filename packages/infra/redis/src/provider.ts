@@ -36,11 +36,25 @@ import { nonce, RedisSubscription } from "./subscription.js";
 export interface RedisProviderOptions {
   /** @default silentLogger */
   readonly logger?: Logger;
+  /**
+   * Names this process's consumers `<node>/<random>-<n>`, so another process told that this node is dead
+   * (`claimFromNode`) knows which consumers' pending entries to claim. A cluster passes its node id.
+   * @default `<hostname>-<pid>`
+   */
+  readonly node?: string;
 }
 
 /** A Redis provider: the `QueueProtocol` plus tooling hooks. */
 export interface RedisProvider extends QueueProtocol {
   readonly config: RedisConfig;
+  /**
+   * Tells the provider that the process created with `node` is dead (its cluster lease expired):
+   * every subscription of this process claims the pending entries of that node's consumers at once,
+   * whatever their idle time, instead of after the visibility timeout. Entries beyond a
+   * subscription's free prefetch are claimed by its next reclaim passes, for one visibility
+   * timeout; after that the usual reclaim by idle time takes what is left.
+   */
+  claimFromNode(node: string): Promise<void>;
 }
 
 /** What the provider can do on Redis 7 streams, as the conformance suite and validation read it. */
@@ -97,7 +111,16 @@ export function createRedisProvider(
   const subscriptions = new Set<RedisSubscription>();
   /** Delayed-set pumps of this process's subscriptions, by lane stream, woken by local publishes. */
   const pumps = new Map<string, Set<DelayedPump>>();
-  const consumerBase = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  // The random part keeps a restarted process that reuses its node id apart from its dead self.
+  const consumerBase = `${options.node ?? `${hostname()}-${process.pid}`}/${randomBytes(3).toString("hex")}-`;
+  /** Consumer name prefixes of dead nodes, each until its claim window ends (ms since epoch). */
+  const deadNodes = new Map<string, number>();
+  const deadConsumers = (): readonly string[] => {
+    if (deadNodes.size === 0) return [];
+    const now = Date.now();
+    for (const [prefix, until] of deadNodes) if (until <= now) deadNodes.delete(prefix);
+    return [...deadNodes.keys()];
+  };
   let consumerCount = 0;
   let redis: Redis | undefined;
   const connected = (): Redis => {
@@ -233,8 +256,9 @@ export function createRedisProvider(
           counters,
           logger,
           lane,
-          consumer: `${consumerBase}-${consumerCount}`,
+          consumer: `${consumerBase}${consumerCount}`,
           pump,
+          deadConsumers,
           onStop: (s) => {
             subscriptions.delete(s);
             const live = pumps.get(lane.stream);
@@ -261,6 +285,12 @@ export function createRedisProvider(
         throw classifyRedisError(error, `subscribe to "${destination}"`, config.url);
       }
       return subscription;
+    },
+
+    async claimFromNode(node: string) {
+      if (node === options.node) return;
+      deadNodes.set(`${node}/`, Date.now() + config.visibilityTimeoutMs);
+      await Promise.allSettled([...subscriptions].map((s) => s.reclaim()));
     },
 
     counters() {

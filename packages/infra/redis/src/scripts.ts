@@ -340,3 +340,43 @@ while true do
 end
 return purged`,
 );
+
+/**
+ * KEYS: stream. ARGV: group, own consumer, most entries to claim, consumer name prefixes...
+ * Claims for this consumer, whatever their idle time, the pending entries of every consumer whose
+ * name starts with one of the prefixes (the consumers of a server known to be dead), then removes
+ * those that hold nothing more from the group. Returns the claimed entries as XCLAIM does (entries
+ * deleted meanwhile are left out).
+ */
+export const CLAIM_DEAD = script(
+  "claim-dead",
+  `local ok, list = pcall(redis.call, 'XINFO', 'CONSUMERS', KEYS[1], ARGV[1])
+if not ok then return {} end
+local room = tonumber(ARGV[3])
+local claimed = {}
+for _, c in ipairs(list) do
+  local name, pending
+  for i = 1, #c, 2 do
+    if c[i] == 'name' then name = c[i + 1] elseif c[i] == 'pending' then pending = c[i + 1] end
+  end
+  local dead = false
+  for i = 4, #ARGV do
+    if name ~= ARGV[2] and string.sub(name, 1, #ARGV[i]) == ARGV[i] then dead = true end
+  end
+  if dead then
+    if pending > 0 and room > 0 then
+      local p = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', room, name)
+      local ids = {}
+      for _, e in ipairs(p) do table.insert(ids, e[1]) end
+      if #ids > 0 then
+        local got = redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, unpack(ids))
+        for _, entry in ipairs(got) do table.insert(claimed, entry) end
+        room = room - #ids
+        pending = pending - #ids
+      end
+    end
+    if pending <= 0 then redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], name) end
+  end
+end
+return claimed`,
+);

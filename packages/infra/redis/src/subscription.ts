@@ -30,7 +30,7 @@ import { corkUntilNextTurn } from "./connections.js";
 import type { DelayedPump } from "./delayed-pump.js";
 import { escapeSubscription, GROUP, type LaneKeys } from "./naming.js";
 import { readCount } from "./read-window.js";
-import { JOIN, LEAVE, REAP, runScript, SETTLE, SETTLE_ACKS, TOUCH } from "./scripts.js";
+import { CLAIM_DEAD, JOIN, LEAVE, REAP, runScript, SETTLE, SETTLE_ACKS, TOUCH } from "./scripts.js";
 import { sleep } from "./timing.js";
 
 /** Longest one shutdown step (hand-backs, leaving the group) may wait on Redis. */
@@ -62,6 +62,8 @@ export interface SubscriptionDeps {
   /** This subscription's consumer name in the group; unique per subscription. */
   readonly consumer: string;
   readonly pump: DelayedPump;
+  /** Name prefixes of consumers known to be dead (their server's cluster lease expired). */
+  readonly deadConsumers: () => readonly string[];
   readonly onStop: (subscription: RedisSubscription) => void;
 }
 
@@ -85,7 +87,8 @@ export interface SubscriptionSettings {
  * handlers run and the rest wait in arrival order. Each delivery is settled by one Lua script as
  * the kit decides: XACK, or a retry / dead-letter / hand-back copy written in the same script as the
  * XACK. A heartbeat keeps the entries it holds fresh; a reclaim pass takes over entries of consumers
- * that have been silent past the visibility timeout (`XAUTOCLAIM`).
+ * that have been silent past the visibility timeout (`XAUTOCLAIM`), and at once those of consumers
+ * the provider was told are dead (`claimFromNode`).
  */
 export class RedisSubscription implements Subscription {
   readonly destination: string;
@@ -391,11 +394,24 @@ export class RedisSubscription implements Subscription {
     }
   }
 
-  /** Takes over entries idle past the visibility timeout, and forgets consumers that went silent. */
-  private async reclaim(): Promise<void> {
+  /**
+   * Takes over the entries of consumers known to be dead, then entries idle past the visibility
+   * timeout, and forgets consumers that went silent.
+   */
+  async reclaim(): Promise<void> {
     if (this.stopped) return;
     const { redis, lane, consumer, config } = this.deps;
     try {
+      const dead = this.deps.deadConsumers();
+      if (dead.length > 0 && this.settings.prefetch > this.held.size) {
+        const claimed = await runScript<StreamEntries>(
+          redis,
+          CLAIM_DEAD,
+          [lane.stream],
+          [GROUP, consumer, this.settings.prefetch - this.held.size, ...dead],
+        );
+        this.accept(claimed, true);
+      }
       const free = this.settings.prefetch - this.held.size;
       if (free > 0) {
         const reply = (await redis.xautoclaim(
