@@ -38,6 +38,13 @@ export interface QueueProtocol {
    * recovery): the server reports it as `degraded` in `/readyz`, a metric and the API. Optional.
    */
   health?(): ProviderHealth;
+  /**
+   * Told by a cluster that the server whose node id is `node` is dead (its lease expired): hands that
+   * server's unsettled deliveries to live consumers now. Optional: only for a broker that would keep
+   * them until a timeout of its own (Redis keeps a dead consumer's pending entries for the visibility
+   * timeout); brokers that requeue on a lost connection need nothing.
+   */
+  claimFromNode?(node: string): Promise<void>;
 }
 
 /** What `QueueProtocol.health` reports. */

@@ -135,17 +135,10 @@ function clusterSettings(
     leaseMs: leaseMsOf(env),
     store: executions.cluster(),
     // Redis moves a dead consumer's entries only after the visibility timeout; a takeover claims them.
-    ...(isRedisProvider(provider) ? { claimDeadNode: (dead: string) => provider.claimFromNode(dead) } : {}),
+    ...(provider.claimFromNode === undefined
+      ? {}
+      : { claimDeadNode: (dead: string) => provider.claimFromNode?.(dead) ?? Promise.resolve() }),
   };
-}
-
-/** The Redis provider's extra, without loading the Redis package on other brokers. */
-function isRedisProvider(
-  provider: QueueProtocol,
-): provider is QueueProtocol & { claimFromNode(node: string): Promise<void> } {
-  return (
-    provider.name === "redis" && typeof (provider as { claimFromNode?: unknown }).claimFromNode === "function"
-  );
 }
 
 /** Maps `/queue/<execution>/<queue>` to route labels, from the snapshots of executions started here. */
