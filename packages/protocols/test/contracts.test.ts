@@ -50,6 +50,7 @@ describe("QueueProtocol", () => {
       | "subscribe"
       | "counters"
       | "health"
+      | "claimFromNode"
     >();
   });
 });
