@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { PipelineConfig } from "@factflow/protocols";
 import { afterAll, describe, expect, it } from "vitest";
 import { openLineageDatabase, uuidv7 } from "../src/index.js";
-import { seedFromTemplate } from "../src/pglite-template.js";
+import { pgliteTemplateRoot, seedFromTemplate } from "../src/pglite-template.js";
 
 // A new embedded database copied from a template made once (FACTFLOW_PGLITE_TEMPLATE_DIR), instead
 // of PostgreSQL's initdb for every data directory.
@@ -69,6 +69,23 @@ describe("seedFromTemplate", () => {
     );
     for (const dir of dirs) expect(readFileSync(join(dir, "made-by"), "utf8")).toBe(kept);
     expect(readdirSync(templates).filter((name) => name.includes(".tmp-"))).toEqual([]);
+  });
+});
+
+describe("pgliteTemplateRoot", () => {
+  it("uses the variable when set, none when it is empty, else the user's cache directory", async () => {
+    expect(await pgliteTemplateRoot({ FACTFLOW_PGLITE_TEMPLATE_DIR: "/somewhere" })).toBe("/somewhere");
+    expect(await pgliteTemplateRoot({ FACTFLOW_PGLITE_TEMPLATE_DIR: "" })).toBeUndefined();
+    const cache = join(root, "xdg-cache");
+    const chosen = await pgliteTemplateRoot({ XDG_CACHE_HOME: cache });
+    expect(chosen).toBe(join(cache, "factflow", "pglite-templates"));
+    expect(existsSync(chosen as string)).toBe(true);
+  });
+
+  it("gives none when the cache directory cannot be created", async () => {
+    const file = join(root, "not-a-dir");
+    writeFileSync(file, "");
+    expect(await pgliteTemplateRoot({ XDG_CACHE_HOME: file })).toBeUndefined();
   });
 });
 
