@@ -31,6 +31,8 @@ interface ChildResult {
   timerLateMaxMs: number;
   timerLateP99Ms: number;
   timerFirings: number;
+  /** When (ms after the start) each firing later than 50 ms was due, and by how much it was late. */
+  lateFirings: [number, number][];
   composeMs: number;
   runMs: number;
   totalMs: number;
@@ -38,6 +40,7 @@ interface ChildResult {
 
 function summary(
   lateness: number[],
+  late: [number, number][],
   times: Pick<ChildResult, "composeMs" | "runMs" | "totalMs">,
 ): ChildResult {
   const sorted = lateness.sort((a, b) => a - b);
@@ -45,6 +48,7 @@ function summary(
     timerLateMaxMs: Math.round(sorted[sorted.length - 1] ?? 0),
     timerLateP99Ms: Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0),
     timerFirings: sorted.length,
+    lateFirings: late,
     ...times,
   };
 }
@@ -56,22 +60,28 @@ async function measureInChild(items: number, idle: boolean): Promise<ChildResult
   const { relayPipelineYaml } = await import("./_engine-relay.js");
   const dir = await mkdtemp(join(tmpdir(), "factflow-bench-startup-"));
   const lateness: number[] = [];
+  const late: [number, number][] = [];
   let due = performance.now() + 100;
   let handle: NodeJS.Timeout;
   const arm = () => {
     handle = setTimeout(() => {
       const now = performance.now();
       lateness.push(Math.max(0, now - due));
+      if (now - due > 50) late.push([Math.round(due - started), Math.round(now - due)]);
       due = now + 100;
       arm();
     }, 100);
   };
-  arm();
   const started = performance.now();
+  arm();
   try {
     if (idle) {
       await new Promise((resolve) => setTimeout(resolve, 5000));
-      return summary(lateness, { composeMs: 0, runMs: 0, totalMs: Math.round(performance.now() - started) });
+      return summary(lateness, late, {
+        composeMs: 0,
+        runMs: 0,
+        totalMs: Math.round(performance.now() - started),
+      });
     }
     const settings = loadSettings({
       env: {},
@@ -101,7 +111,7 @@ async function measureInChild(items: number, idle: boolean): Promise<ChildResult
       await runtime.close();
     }
     const ended = performance.now();
-    return summary(lateness, {
+    return summary(lateness, late, {
       composeMs: Math.round(composed - started),
       runMs: Math.round(ended - composed),
       totalMs: Math.round(ended - started),

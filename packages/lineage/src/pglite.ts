@@ -6,6 +6,7 @@ import { FactflowError } from "@factflow/protocols";
 import { Kysely, PGliteDialect } from "kysely";
 import { describeConnectError } from "./connection-errors.js";
 import type { DatabaseHandles } from "./database-handles.js";
+import { initializeInChildProcess } from "./pglite-initdb.js";
 import { PGLITE_INITDB_ARGS, pgliteSettings } from "./pglite-settings.js";
 import { isEmptyDir, pgliteTemplateRoot, seedFromTemplate } from "./pglite-template.js";
 import { PgliteWorkerClient } from "./pglite-worker.js";
@@ -53,15 +54,6 @@ function checkPgliteInstalled(): void {
   }
 }
 
-/**
- * Makes a new database in the empty directory `dir` on a worker thread and closes it: `initdb`
- * (seconds of CPU) never runs on the thread that runs pipelines.
- */
-async function initializeOffThread(dir: string): Promise<void> {
-  const client = await PgliteWorkerClient.open(dir);
-  await client.close();
-}
-
 /** PGlite directories open in this process: a second instance on the same files would corrupt them. */
 const openPgliteDirs = new Set<string>();
 
@@ -90,12 +82,13 @@ export async function connectPglite(
   let runner: LineageSqlRunner;
   try {
     await mkdir(dir, { recursive: true });
-    // A new database is a copy of the template (made once, on a worker thread).
+    // A new database is a copy of the template (made once, in a child process): initdb never runs
+    // on the thread that runs pipelines.
     const templateRoot = await pgliteTemplateRoot();
-    if (templateRoot !== undefined) await seedFromTemplate(dir, templateRoot, initializeOffThread);
+    if (templateRoot !== undefined) await seedFromTemplate(dir, templateRoot, initializeInChildProcess);
     if (PGliteClass !== undefined) {
-      // Without a template, the database is still made on a worker before this thread opens it.
-      if (await isEmptyDir(dir)) await initializeOffThread(dir);
+      // Without a template, the database is still made in a child process before this thread opens it.
+      if (await isEmptyDir(dir)) await initializeInChildProcess(dir);
       pglite = await PGliteClass.create(dir, {
         startParams: [...PGliteClass.defaultStartParams, ...(await pgliteSettings(dir))],
         initDbStartParams: [...PGLITE_INITDB_ARGS],

@@ -118,3 +118,30 @@ describe("openLineageDatabase with FACTFLOW_PGLITE_TEMPLATE_DIR", () => {
     }
   }, 180_000);
 });
+
+describe("a new database without a template", () => {
+  it("is made in a child process, then opens on this thread (pgliteWorker: false)", async () => {
+    const saved = process.env.FACTFLOW_PGLITE_TEMPLATE_DIR;
+    process.env.FACTFLOW_PGLITE_TEMPLATE_DIR = "";
+    try {
+      const dataDir = join(root, "no-template");
+      const db = await openLineageDatabase({ dataDir, pgliteWorker: false });
+      try {
+        const created = await db.executions.createExecution({
+          id: uuidv7(),
+          configName: "no-template",
+          configVersion: null,
+          configSnapshot: { name: "no-template", routes: {} } as unknown as PipelineConfig,
+          input: null,
+        });
+        expect((await db.executions.getExecution(created.id))?.id).toBe(created.id);
+        expect(existsSync(join(dataDir, "pglite", "PG_VERSION"))).toBe(true);
+      } finally {
+        await db.close();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.FACTFLOW_PGLITE_TEMPLATE_DIR;
+      else process.env.FACTFLOW_PGLITE_TEMPLATE_DIR = saved;
+    }
+  }, 180_000);
+});
