@@ -23,8 +23,8 @@ PGlite.create(dir, {
 /**
  * Makes a new database in the empty directory `dir` in a child process and waits for it to end.
  * PostgreSQL's `initdb` takes seconds of CPU and ~750 MB of memory: on a worker thread of this
- * process it still held the event loop for up to a few hundred milliseconds (its memory is mapped
- * in the same address space); in a process of its own it shares only the cores.
+ * process it still held the event loop for up to a few hundred milliseconds; in a process of its
+ * own it shares only the cores.
  */
 export async function initializeInChildProcess(dir: string): Promise<void> {
   const pglitePath = createRequire(import.meta.url).resolve("@electric-sql/pglite");

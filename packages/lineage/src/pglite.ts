@@ -86,9 +86,10 @@ export async function connectPglite(
     // on the thread that runs pipelines.
     const templateRoot = await pgliteTemplateRoot();
     if (templateRoot !== undefined) await seedFromTemplate(dir, templateRoot, initializeInChildProcess);
+    // Without a template, the database is still made in a child process: initdb on PGlite's worker
+    // thread held this thread's event loop too (stalls of ~450 ms in `factflow run`).
+    else if (await isEmptyDir(dir)) await initializeInChildProcess(dir);
     if (PGliteClass !== undefined) {
-      // Without a template, the database is still made in a child process before this thread opens it.
-      if (await isEmptyDir(dir)) await initializeInChildProcess(dir);
       pglite = await PGliteClass.create(dir, {
         startParams: [...PGliteClass.defaultStartParams, ...(await pgliteSettings(dir))],
         initDbStartParams: [...PGLITE_INITDB_ARGS],
