@@ -89,6 +89,8 @@ export interface RelayPipelineOptions {
   readonly maxHandlers: number;
   /** End in a `sink` route after `hop3` (the broker benches), or at `hop3` (the peer bench). */
   readonly sink: boolean;
+  /** The adapter every hop runs, as a YAML flow mapping. @default "{ type: passthrough }" */
+  readonly hopAdapter?: string;
 }
 
 /**
@@ -101,7 +103,7 @@ export function relayPipelineYaml(options: RelayPipelineOptions): string {
   const hop = (name: string, next: string | undefined) =>
     `  ${name}:
     inbound: ${inbound(`${name}.in`)}
-    adapters: [{ type: passthrough }]
+    adapters: [${options.hopAdapter ?? "{ type: passthrough }"}]
 ${next === undefined ? "" : `    outbound: [${next}.in]\n`}`;
   return `
 name: ${options.name}

@@ -3,23 +3,33 @@
  *
  * - `bullmq`: BullMQ on the machine's Redis (`REDIS_URL`, default redis://127.0.0.1:6379), three
  *   workers relaying N jobs q1 → q2 → q3 (each worker adds the job to the next queue and completes;
- *   the third only counts). Jobs are added with `addBulk` in chunks of 1000, and removed on
- *   completion, as a throughput-minded BullMQ user would. Every queue gets a unique prefix
+ *   the third only counts), set up for throughput as BullMQ's docs advise: jobs added with `addBulk`
+ *   in chunks of 1000 and removed on completion and failure (`removeOnComplete`/`removeOnFail`), the
+ *   queues sharing one ioredis connection and each worker its own blocking one, and the settings of
+ *   {@link BULLMQ_BEST}, the fastest of {@link BULLMQ_VARIANTS} (`pnpm bench peer N rounds
+ *   bullmq-settings [names]` measures them, or the named ones beside `docs`, interleaved, one
+ *   line each). Every queue gets a unique prefix
  *   (`factflow-bench-<random>`), obliterated afterwards.
- * - `engine` (once per lineage mode: `postgres`, `pglite`, `memory`): `@factflow/engine` on the
- *   embedded provider in memory mode, a `seed` route fanning the N items out to `hop1 → hop2 → hop3`
- *   (passthrough adapters, the last one ends the chain): three relaying routes like the three workers.
- *   Lineage as the server composes it for the embedded provider (`strictLineage` off, every hop
- *   recorded). Postgres lineage goes to a scratch database created and dropped by the run.
+ * - engine modes `<queue>:<lineage>`: `@factflow/engine` on the embedded provider in `memory` mode or
+ *   in `file` mode (the default setup: a journal in a temporary directory, fsync'd in group commits),
+ *   with lineage in `postgres` (a scratch database created and dropped by the run), `pglite` (a
+ *   temporary data dir) or `memory`. A `seed` route fans the N items out to `hop1 → hop2 → hop3`
+ *   (passthrough adapters, the last one ends the chain): three relaying routes like the three
+ *   workers. Lineage as the server composes it for the embedded provider (`strictLineage` off, every
+ *   hop recorded).
+ * - `user-adapter`: `memory:postgres` with every hop running a user's adapter (an
+ *   `AdapterDefinition` registered through `createEngine`'s `adapters`, as users write them) that
+ *   reads the `x-correlation-id` header and returns a new body.
  *
- * Both sides use the same N (default 20 000) and the same concurrency per hop (16). Every mode runs
- * `rounds` times (default 3), interleaved, and the median round is kept. msgs/s is N over the time
- * from the first add (BullMQ) or `service.create` (engine) to the last job completed on q3 or the
- * execution's `completed` event, so the engine's figure includes its completion gate.
+ * Both sides use the same N (default 20 000); the engine runs 16 deliveries per hop at once. Every
+ * mode runs `rounds` times (default 3), interleaved, and the median round is kept. msgs/s is N over
+ * the time from the first add (BullMQ) or `service.create` (engine) to the last job completed on q3
+ * or the execution's `completed` event, so the engine's figure includes its completion gate.
  *
- * Prints one JSON line per lineage mode: `{"bench":"peer","lineage":…,"msgsPerSec":…,
- * "bullmqMsgsPerSec":…,"ratioVsBullmq":…}` plus the goal for that mode and the rounds.
- * `modes` (comma-separated, e.g. `memory,postgres`) restricts the lineage modes.
+ * Prints one JSON line per engine mode: `{"bench":"peer","queue":…,"lineage":…,"adapter":…,
+ * "msgsPerSec":…,"bullmqMsgsPerSec":…,"ratioVsBullmq":…}` plus the goal for that mode and the rounds.
+ * `modes` (comma-separated) restricts the modes; a bare lineage name (`memory`, `postgres`, `pglite`)
+ * means the memory queue.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -30,8 +40,9 @@ import { adapters } from "@factflow/adapters";
 import { createEngine, type ExecutionEvent, loadPipelineConfig } from "@factflow/engine";
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
 import { type LineageDatabase, openLineageDatabase } from "@factflow/lineage";
-import type { ArtefactSidecar, StorageProtocol } from "@factflow/protocols";
-import { type ConnectionOptions, Queue, Worker } from "bullmq";
+import type { AdapterDefinition, ArtefactSidecar, JsonObject, StorageProtocol } from "@factflow/protocols";
+import { type ConnectionOptions, Queue, Worker, type WorkerOptions } from "bullmq";
+import { Redis, type RedisOptions } from "ioredis";
 import { relayPipelineYaml } from "./_engine-relay.js";
 import { createScratchDatabase, type ScratchDatabase } from "./_scratch-database.js";
 import { median } from "./_stats.js";
@@ -39,8 +50,52 @@ import { median } from "./_stats.js";
 const CONCURRENCY = 16;
 const LINEAGE_MODES = ["postgres", "pglite", "memory"] as const;
 type LineageMode = (typeof LINEAGE_MODES)[number];
-/** The issue's goals, as multiples of BullMQ's rate. */
-const GOALS: Record<LineageMode, number> = { postgres: 2, pglite: 1.5, memory: 4 };
+const QUEUE_MODES = ["memory", "file"] as const;
+type QueueMode = (typeof QUEUE_MODES)[number];
+
+interface EngineMode {
+  readonly name: string;
+  readonly queue: QueueMode;
+  readonly lineage: LineageMode;
+  readonly adapter: "passthrough" | "user";
+  /** The issue's goal, as a multiple of BullMQ's rate. */
+  readonly goal: number;
+}
+
+const ENGINE_MODES: readonly EngineMode[] = [
+  { name: "memory:postgres", queue: "memory", lineage: "postgres", adapter: "passthrough", goal: 2 },
+  { name: "memory:pglite", queue: "memory", lineage: "pglite", adapter: "passthrough", goal: 1.5 },
+  { name: "memory:memory", queue: "memory", lineage: "memory", adapter: "passthrough", goal: 4 },
+  { name: "file:pglite", queue: "file", lineage: "pglite", adapter: "passthrough", goal: 2 },
+  { name: "file:postgres", queue: "file", lineage: "postgres", adapter: "passthrough", goal: 2.5 },
+  { name: "user-adapter", queue: "memory", lineage: "postgres", adapter: "user", goal: 4 },
+];
+
+/**
+ * A hop as a user writes one: reads a header of the delivery and returns a new body (the item's
+ * index, the hop's name from its config, the correlation id from the header).
+ */
+const stampHop: AdapterDefinition = {
+  type: "stamp_hop",
+  description: "Returns a new body: the item's index, this hop's name and the delivery's correlation id",
+  validateConfig: (config) => (typeof config.hop === "string" ? [] : ["hop: must be a string"]),
+  create(config) {
+    const hop = String(config.hop);
+    return {
+      type: "stamp_hop",
+      process(ctx) {
+        const body = ctx.message as JsonObject;
+        return {
+          data: {
+            index: body.index ?? null,
+            hop,
+            correlation: ctx.envelope.headers["x-correlation-id"] ?? null,
+          },
+        };
+      },
+    };
+  },
+};
 
 /** The relay carries no artefacts; the engine still needs a StorageProtocol. */
 const noStorage: StorageProtocol = {
@@ -52,7 +107,7 @@ const noStorage: StorageProtocol = {
   describe: () => "none",
 };
 
-function redisConnection(): ConnectionOptions {
+function redisOptions(): RedisOptions {
   const url = new URL(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
   return {
     host: url.hostname,
@@ -61,6 +116,42 @@ function redisConnection(): ConnectionOptions {
     maxRetriesPerRequest: null,
   };
 }
+
+/** How the BullMQ side is set up; {@link BULLMQ_VARIANTS} lists what was tried. */
+interface BullSettings {
+  readonly name: string;
+  /** Jobs each worker runs at once. */
+  readonly concurrency: number;
+  /** `skipStalledCheck` and `skipLockRenewal` (no stalled-job sweep, no lock-renewal timer). */
+  readonly skipChecks: boolean;
+  /** The three queues (the producers) share one ioredis connection instead of one each. */
+  readonly sharedConnection: boolean;
+  /** ioredis `enableAutoPipelining` on the producers' connection: commands of a tick in one write. */
+  readonly autoPipelining: boolean;
+}
+
+const BULLMQ_DOCS: BullSettings = {
+  name: "docs",
+  concurrency: CONCURRENCY,
+  skipChecks: false,
+  sharedConnection: true,
+  autoPipelining: false,
+};
+
+/** The settings tried (`bullmq-settings` mode), each against the docs' set-up. */
+export const BULLMQ_VARIANTS: readonly BullSettings[] = [
+  { ...BULLMQ_DOCS, sharedConnection: false, name: "connection-per-queue" },
+  BULLMQ_DOCS,
+  { ...BULLMQ_DOCS, skipChecks: true, name: "skip-checks" },
+  { ...BULLMQ_DOCS, autoPipelining: true, name: "auto-pipelining" },
+  { ...BULLMQ_DOCS, concurrency: 64, name: "concurrency-64" },
+  { ...BULLMQ_DOCS, concurrency: 256, name: "concurrency-256" },
+  { ...BULLMQ_DOCS, concurrency: 256, skipChecks: true, name: "concurrency-256-skip-checks" },
+];
+
+/** The fastest of {@link BULLMQ_VARIANTS}, used against the engine. */
+const BULLMQ_BEST: BullSettings =
+  BULLMQ_VARIANTS.find((v) => v.name === "concurrency-256-skip-checks") ?? BULLMQ_DOCS;
 
 export interface Round {
   msgsPerSec: number;
@@ -104,12 +195,24 @@ function cpuMsSince(start: NodeJS.CpuUsage): number {
 }
 
 /** N jobs through three BullMQ workers; every key it made is removed before it returns. */
-async function bullmqRound(n: number): Promise<Round> {
-  const connection = redisConnection();
+async function bullmqRound(n: number, settings: BullSettings = BULLMQ_BEST): Promise<Round> {
+  const options = redisOptions();
+  const producer = settings.sharedConnection
+    ? new Redis({ ...options, enableAutoPipelining: settings.autoPipelining })
+    : undefined;
+  const connection = (): ConnectionOptions =>
+    producer ?? { ...options, enableAutoPipelining: settings.autoPipelining };
   const prefix = `factflow-bench-${randomBytes(4).toString("hex")}`;
   const names = ["q1", "q2", "q3"];
-  const queues = names.map((name) => new Queue(name, { connection, prefix }));
+  const queues = names.map((name) => new Queue(name, { connection: connection(), prefix }));
   const jobOptions = { removeOnComplete: true, removeOnFail: true };
+  const workerOptions: WorkerOptions = {
+    connection: options,
+    prefix,
+    concurrency: settings.concurrency,
+    autorun: false,
+    ...(settings.skipChecks ? { skipStalledCheck: true, skipLockRenewal: true } : {}),
+  };
   let arrived = 0;
   let done!: () => void;
   const finished = new Promise<void>((resolve) => {
@@ -124,7 +227,7 @@ async function bullmqRound(n: number): Promise<Round> {
           if (next !== undefined) await next.add("relay", job.data, jobOptions);
           else if (++arrived === n) done();
         },
-        { connection, prefix, concurrency: CONCURRENCY, autorun: false },
+        workerOptions,
       ),
   );
   try {
@@ -150,15 +253,17 @@ async function bullmqRound(n: number): Promise<Round> {
       await queue.obliterate({ force: true }).catch(() => {});
       await queue.close();
     }
+    producer?.disconnect();
   }
 }
 
-function relayConfig(): string {
+function relayConfig(adapter: EngineMode["adapter"]): string {
   return relayPipelineYaml({
     name: "bench-peer",
     perHop: CONCURRENCY,
     maxHandlers: CONCURRENCY * 4,
     sink: false,
+    ...(adapter === "user" ? { hopAdapter: "{ type: stamp_hop, config: { hop: relay } }" } : {}),
   });
 }
 
@@ -195,19 +300,24 @@ class LineageDatabases {
 export async function engineRound(
   n: number,
   db: Pick<LineageDatabase, "lineage" | "executions">,
+  mode: Pick<EngineMode, "queue" | "adapter"> = { queue: "memory", adapter: "passthrough" },
 ): Promise<Round> {
-  const queue = createEmbeddedProvider({ mode: "memory" });
+  const journal =
+    mode.queue === "file" ? await mkdtemp(join(tmpdir(), "factflow-bench-peer-queue-")) : undefined;
+  const queue = createEmbeddedProvider(
+    journal === undefined ? { mode: "memory" } : { mode: "file", dataDir: journal },
+  );
   await queue.connect();
   const engine = createEngine({
     queue,
     lineage: db.lineage,
     executions: db.executions,
     storage: noStorage,
-    adapters,
+    adapters: mode.adapter === "user" ? [...adapters, stampHop] : adapters,
     strictLineage: false,
   });
   try {
-    const config = await loadPipelineConfig(relayConfig(), { registry: engine.registry });
+    const config = await loadPipelineConfig(relayConfig(mode.adapter), { registry: engine.registry });
     const before = db.lineage.counters();
     const timer = watchTimer();
     const loop = performance.eventLoopUtilization();
@@ -248,12 +358,61 @@ export async function engineRound(
   } finally {
     await engine.shutdown({ cancel: true });
     await queue.close();
+    if (journal !== undefined) await rm(journal, { recursive: true, force: true });
   }
 }
 
 function medianRound(rounds: readonly Round[]): Round {
   const rate = median(rounds.map((r) => r.msgsPerSec));
   return rounds.find((r) => r.msgsPerSec === rate) as Round;
+}
+
+function parseModes(arg: string | undefined): EngineMode[] {
+  if (arg === undefined) return [...ENGINE_MODES];
+  return arg.split(",").map((name) => {
+    const full = (LINEAGE_MODES as readonly string[]).includes(name) ? `memory:${name}` : name;
+    const mode = ENGINE_MODES.find((m) => m.name === full);
+    if (mode === undefined)
+      throw new Error(
+        `[factflow/bench] peer: unknown mode "${name}" (use ${ENGINE_MODES.map((m) => m.name).join(", ")}, or bullmq-settings)`,
+      );
+    return mode;
+  });
+}
+
+function rates(rounds: readonly Round[]): number[] {
+  return rounds.map((r) => Math.round(r.msgsPerSec));
+}
+
+/** `bullmq-settings`: every variant of {@link BULLMQ_VARIANTS}, interleaved, one line each. */
+async function compareBullmqSettings(n: number, rounds: number, names: string | undefined): Promise<void> {
+  const variants =
+    names === undefined
+      ? BULLMQ_VARIANTS
+      : BULLMQ_VARIANTS.filter((v) => v.name === BULLMQ_DOCS.name || names.split(",").includes(v.name));
+  await bullmqRound(Math.min(n, 1000));
+  const results = new Map<string, Round[]>(variants.map((v) => [v.name, []]));
+  for (let round = 0; round < rounds; round++)
+    for (const variant of variants) results.get(variant.name)?.push(await bullmqRound(n, variant));
+  const docs = medianRound(results.get(BULLMQ_DOCS.name) ?? []);
+  for (const variant of variants) {
+    const list = results.get(variant.name) ?? [];
+    const kept = medianRound(list);
+    console.log(
+      JSON.stringify({
+        bench: "peer",
+        bullmqSettings: variant,
+        n,
+        rounds,
+        msgsPerSec: Math.round(kept.msgsPerSec),
+        vsDocs: Number((kept.msgsPerSec / docs.msgsPerSec).toFixed(3)),
+        cpuMs: kept.cpuMs,
+        roundsMsgsPerSec: rates(list),
+        kept: variant.name === BULLMQ_BEST.name,
+        loadAverage1m: Math.round((loadavg()[0] ?? 0) * 100) / 100,
+      }),
+    );
+  }
 }
 
 export async function run(args: string[]): Promise<void> {
@@ -263,15 +422,11 @@ export async function run(args: string[]): Promise<void> {
     throw new Error(`[factflow/bench] peer: N must be a positive integer, got "${args[0]}"`);
   if (!Number.isInteger(rounds) || rounds < 1)
     throw new Error(`[factflow/bench] peer: rounds must be a positive integer, got "${args[1]}"`);
-  const modes = (args[2]?.split(",") ?? [...LINEAGE_MODES]) as LineageMode[];
-  for (const mode of modes)
-    if (!LINEAGE_MODES.includes(mode))
-      throw new Error(
-        `[factflow/bench] peer: unknown lineage mode "${mode}" (use ${LINEAGE_MODES.join(", ")})`,
-      );
+  if (args[2] === "bullmq-settings") return compareBullmqSettings(n, rounds, args[3]);
+  const modes = parseModes(args[2]);
   const databases = new LineageDatabases();
   const bull: Round[] = [];
-  const engines = new Map<LineageMode, Round[]>(modes.map((m) => [m, []]));
+  const engines = new Map<string, Round[]>(modes.map((m) => [m.name, []]));
   try {
     // Warm-up: JIT, Redis scripts, database creation.
     await bullmqRound(Math.min(n, 1000)).catch((error: unknown) => {
@@ -279,37 +434,42 @@ export async function run(args: string[]): Promise<void> {
         `[factflow/bench] peer: BullMQ could not run on Redis (${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}): ${(error as Error).message}. Start Redis (scripts/services/local.sh) or set REDIS_URL.`,
       );
     });
-    for (const mode of modes) await engineRound(Math.min(n, 1000), await databases.get(mode));
+    for (const mode of modes) await engineRound(Math.min(n, 1000), await databases.get(mode.lineage), mode);
     for (let round = 0; round < rounds; round++) {
       bull.push(await bullmqRound(n));
-      for (const mode of modes) engines.get(mode)?.push(await engineRound(n, await databases.get(mode)));
+      for (const mode of modes)
+        engines.get(mode.name)?.push(await engineRound(n, await databases.get(mode.lineage), mode));
     }
   } finally {
     await databases.closeAll();
   }
   const bullmq = medianRound(bull);
   for (const mode of modes) {
-    const list = engines.get(mode) ?? [];
+    const list = engines.get(mode.name) ?? [];
     const eng = medianRound(list);
     console.log(
       JSON.stringify({
         bench: "peer",
-        lineage: mode,
+        queue: mode.queue,
+        lineage: mode.lineage,
+        adapter: mode.adapter,
         n,
         rounds,
         concurrencyPerHop: CONCURRENCY,
         hops: 3,
-        provider: "embedded-memory",
+        provider: `embedded-${mode.queue}`,
         msgsPerSec: Math.round(eng.msgsPerSec),
         bullmqMsgsPerSec: Math.round(bullmq.msgsPerSec),
         ratioVsBullmq: Number((eng.msgsPerSec / bullmq.msgsPerSec).toFixed(3)),
-        goalVsBullmq: GOALS[mode],
+        goalVsBullmq: mode.goal,
+        bullmqSettings: BULLMQ_BEST.name,
+        bullmqConcurrency: BULLMQ_BEST.concurrency,
         engineCpuMs: eng.cpuMs,
         bullmqCpuMs: bullmq.cpuMs,
         // Engine CPU per hop in µs (lineage included when it runs on this thread).
         engineCpuUsPerHop: Math.round((eng.cpuMs * 1000) / (n * 3)),
-        roundsMsgsPerSec: list.map((r) => Math.round(r.msgsPerSec)),
-        bullmqRoundsMsgsPerSec: bull.map((r) => Math.round(r.msgsPerSec)),
+        roundsMsgsPerSec: rates(list),
+        bullmqRoundsMsgsPerSec: rates(bull),
         ...eng.extra,
         loadAverage1m: Math.round((loadavg()[0] ?? 0) * 100) / 100,
       }),

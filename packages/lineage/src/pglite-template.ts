@@ -1,17 +1,41 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { cp, mkdir, readdir, rename, rm, stat } from "node:fs/promises";
+import { constants, readFileSync } from "node:fs";
+import { access, cp, mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { PGLITE_LAYOUT } from "./pglite-settings.js";
 
 /**
- * The environment variable naming a directory of PGlite templates. When set, a new embedded
- * database is a copy of a template made once per PGlite version (and database layout) (PostgreSQL's `initdb` takes 3–20 s
- * and ~750 MB of memory; a copy of its 39 MB result takes a fraction of a second). Meant for test
- * suites and tools that create many short-lived data directories (docs/lineage.md).
+ * The environment variable naming a directory of PGlite templates. A new embedded database is a
+ * copy of a template made once per PGlite version (and database layout) (PostgreSQL's `initdb`
+ * takes 3–20 s and ~750 MB of memory; a copy of its 39 MB result takes a fraction of a second).
+ * Unset: the user's cache directory ({@link pgliteTemplateRoot}); empty: no template.
  */
 export const PGLITE_TEMPLATE_ENV = "FACTFLOW_PGLITE_TEMPLATE_DIR";
+
+/**
+ * The directory templates are kept in: {@link PGLITE_TEMPLATE_ENV} when set (undefined when it is
+ * empty), else `factflow/pglite-templates` in the user's cache directory (`XDG_CACHE_HOME`, or
+ * `~/.cache`). Undefined too when that directory cannot be created or written (a read-only home):
+ * a new database is then made in place, still off the calling thread.
+ */
+export async function pgliteTemplateRoot(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  const named = env[PGLITE_TEMPLATE_ENV];
+  if (named !== undefined) return named === "" ? undefined : named;
+  const cache =
+    env.XDG_CACHE_HOME !== undefined && env.XDG_CACHE_HOME !== ""
+      ? env.XDG_CACHE_HOME
+      : join(homedir(), ".cache");
+  const root = join(cache, "factflow", "pglite-templates");
+  try {
+    await mkdir(root, { recursive: true });
+    await access(root, constants.W_OK);
+    return root;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The installed PGlite's version: a template is only valid for the version that wrote it. */
 function pgliteVersion(): string {
@@ -30,7 +54,8 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-async function isEmptyDir(path: string): Promise<boolean> {
+/** True when `path` holds no files (or does not exist). */
+export async function isEmptyDir(path: string): Promise<boolean> {
   return readdir(path).then(
     (names) => names.length === 0,
     () => true,

@@ -1,12 +1,14 @@
 import { mkdir } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { resolve } from "node:path";
 import type { PGlite } from "@electric-sql/pglite";
 import { FactflowError } from "@factflow/protocols";
 import { Kysely, PGliteDialect } from "kysely";
 import { describeConnectError } from "./connection-errors.js";
 import type { DatabaseHandles } from "./database-handles.js";
+import { initializeInChildProcess } from "./pglite-initdb.js";
 import { PGLITE_INITDB_ARGS, pgliteSettings } from "./pglite-settings.js";
-import { PGLITE_TEMPLATE_ENV, seedFromTemplate } from "./pglite-template.js";
+import { isEmptyDir, pgliteTemplateRoot, seedFromTemplate } from "./pglite-template.js";
 import { PgliteWorkerClient } from "./pglite-worker.js";
 import type { LineageDatabaseSchema } from "./schema.js";
 import { createPgliteSqlRunner, createPgliteWorkerSqlRunner, type LineageSqlRunner } from "./sql-runner.js";
@@ -18,21 +20,37 @@ import { createPgliteSqlRunner, createPgliteWorkerSqlRunner, type LineageSqlRunn
  */
 export { createPgliteSqlRunner } from "./sql-runner.js";
 
+function pgliteMissing(error: unknown): FactflowError {
+  return new FactflowError(
+    "lineage_error",
+    "[factflow/lineage] the embedded database needs the optional package @electric-sql/pglite, which is not installed " +
+      `(${describeConnectError(error)}). Install it next to @factflow/lineage (npm install @electric-sql/pglite), ` +
+      "or set DATABASE_URL to use PostgreSQL.",
+    { cause: error },
+  );
+}
+
 /**
  * Loads PGlite, an optional peer dependency: a missing package becomes an error that says how to
- * install it or use PostgreSQL instead.
+ * install it or use PostgreSQL instead. Only a database on the calling thread needs the module here.
  */
 async function loadPglite(): Promise<typeof PGlite> {
   try {
     return (await import("@electric-sql/pglite")).PGlite;
   } catch (error) {
-    throw new FactflowError(
-      "lineage_error",
-      "[factflow/lineage] the embedded database needs the optional package @electric-sql/pglite, which is not installed " +
-        `(${describeConnectError(error)}). Install it next to @factflow/lineage (npm install @electric-sql/pglite), ` +
-        "or set DATABASE_URL to use PostgreSQL.",
-      { cause: error },
-    );
+    throw pgliteMissing(error);
+  }
+}
+
+/**
+ * Checks that PGlite is installed without loading it: the worker thread loads it, and evaluating
+ * the module here would hold the event loop for a couple of hundred milliseconds.
+ */
+function checkPgliteInstalled(): void {
+  try {
+    createRequire(import.meta.url).resolve("@electric-sql/pglite");
+  } catch (error) {
+    throw pgliteMissing(error);
   }
 }
 
@@ -56,23 +74,22 @@ export async function connectPglite(
         "Share the LineageDatabase returned by the first openLineageDatabase call, or close it first.",
     );
   }
-  const PGliteClass = await loadPglite();
+  const onThisThread = options.worker === false;
+  const PGliteClass = onThisThread ? await loadPglite() : undefined;
+  if (!onThisThread) checkPgliteInstalled();
   openPgliteDirs.add(dir);
   let pglite: PGlite;
   let runner: LineageSqlRunner;
   try {
     await mkdir(dir, { recursive: true });
-    const templateRoot = process.env[PGLITE_TEMPLATE_ENV];
-    if (templateRoot !== undefined && templateRoot !== "") {
-      await seedFromTemplate(dir, templateRoot, async (fresh) => {
-        const template = await PGliteClass.create(fresh, {
-          startParams: [...PGliteClass.defaultStartParams, ...(await pgliteSettings(fresh))],
-          initDbStartParams: [...PGLITE_INITDB_ARGS],
-        });
-        await template.close();
-      });
-    }
-    if (options.worker === false) {
+    // A new database is a copy of the template (made once, in a child process): initdb never runs
+    // on the thread that runs pipelines.
+    const templateRoot = await pgliteTemplateRoot();
+    if (templateRoot !== undefined) await seedFromTemplate(dir, templateRoot, initializeInChildProcess);
+    // Without a template, the database is still made in a child process: initdb on PGlite's worker
+    // thread held this thread's event loop too (stalls of ~450 ms in `factflow run`).
+    else if (await isEmptyDir(dir)) await initializeInChildProcess(dir);
+    if (PGliteClass !== undefined) {
       pglite = await PGliteClass.create(dir, {
         startParams: [...PGliteClass.defaultStartParams, ...(await pgliteSettings(dir))],
         initDbStartParams: [...PGLITE_INITDB_ARGS],

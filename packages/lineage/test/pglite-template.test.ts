@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { PipelineConfig } from "@factflow/protocols";
 import { afterAll, describe, expect, it } from "vitest";
 import { openLineageDatabase, uuidv7 } from "../src/index.js";
-import { seedFromTemplate } from "../src/pglite-template.js";
+import { pgliteTemplateRoot, seedFromTemplate } from "../src/pglite-template.js";
 
 // A new embedded database copied from a template made once (FACTFLOW_PGLITE_TEMPLATE_DIR), instead
 // of PostgreSQL's initdb for every data directory.
@@ -72,6 +72,23 @@ describe("seedFromTemplate", () => {
   });
 });
 
+describe("pgliteTemplateRoot", () => {
+  it("uses the variable when set, none when it is empty, else the user's cache directory", async () => {
+    expect(await pgliteTemplateRoot({ FACTFLOW_PGLITE_TEMPLATE_DIR: "/somewhere" })).toBe("/somewhere");
+    expect(await pgliteTemplateRoot({ FACTFLOW_PGLITE_TEMPLATE_DIR: "" })).toBeUndefined();
+    const cache = join(root, "xdg-cache");
+    const chosen = await pgliteTemplateRoot({ XDG_CACHE_HOME: cache });
+    expect(chosen).toBe(join(cache, "factflow", "pglite-templates"));
+    expect(existsSync(chosen as string)).toBe(true);
+  });
+
+  it("gives none when the cache directory cannot be created", async () => {
+    const file = join(root, "not-a-dir");
+    writeFileSync(file, "");
+    expect(await pgliteTemplateRoot({ XDG_CACHE_HOME: file })).toBeUndefined();
+  });
+});
+
 describe("openLineageDatabase with FACTFLOW_PGLITE_TEMPLATE_DIR", () => {
   it("opens working databases copied from one template, each with its own rows", async () => {
     const templates = join(root, "pglite");
@@ -94,6 +111,33 @@ describe("openLineageDatabase with FACTFLOW_PGLITE_TEMPLATE_DIR", () => {
       } finally {
         await first.close();
         await second.close();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.FACTFLOW_PGLITE_TEMPLATE_DIR;
+      else process.env.FACTFLOW_PGLITE_TEMPLATE_DIR = saved;
+    }
+  }, 180_000);
+});
+
+describe("a new database without a template", () => {
+  it("is made in a child process, then opens on this thread (pgliteWorker: false)", async () => {
+    const saved = process.env.FACTFLOW_PGLITE_TEMPLATE_DIR;
+    process.env.FACTFLOW_PGLITE_TEMPLATE_DIR = "";
+    try {
+      const dataDir = join(root, "no-template");
+      const db = await openLineageDatabase({ dataDir, pgliteWorker: false });
+      try {
+        const created = await db.executions.createExecution({
+          id: uuidv7(),
+          configName: "no-template",
+          configVersion: null,
+          configSnapshot: { name: "no-template", routes: {} } as unknown as PipelineConfig,
+          input: null,
+        });
+        expect((await db.executions.getExecution(created.id))?.id).toBe(created.id);
+        expect(existsSync(join(dataDir, "pglite", "PG_VERSION"))).toBe(true);
+      } finally {
+        await db.close();
       }
     } finally {
       if (saved === undefined) delete process.env.FACTFLOW_PGLITE_TEMPLATE_DIR;
