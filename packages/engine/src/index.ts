@@ -6,12 +6,7 @@ export type {
 export { createAdapterRegistry } from "./config/adapter-registry.js";
 export type { LoadPipelineConfigOptions } from "./config/load-pipeline-config.js";
 export { DEFAULT_MAX_CONFIG_BYTES, loadPipelineConfig } from "./config/load-pipeline-config.js";
-export {
-  checkModule,
-  type ModuleAccess,
-  type ModuleCheck,
-  NO_MODULE_ACCESS,
-} from "./config/module-access.js";
+export { type ModuleAccess, NO_MODULE_ACCESS } from "./config/module-access.js";
 export type { Engine, EngineOptions } from "./create-engine.js";
 export { createEngine } from "./create-engine.js";
 export type { RouteCounters } from "./delivery/route-processor.js";
@@ -21,34 +16,21 @@ export {
   FatalAdapterError,
   TooManyConcurrentExecutionsError,
 } from "./errors.js";
-export { CompletionGate } from "./execution/completion-gate.js";
 export type {
   ExecutionEvent,
-  ExecutionEventHubOptions,
   ExecutionEventListener,
   ExecutionEventType,
 } from "./execution/execution-events.js";
-export { ExecutionEventHub, TERMINAL_EVENT_TYPES } from "./execution/execution-events.js";
+export { TERMINAL_EVENT_TYPES } from "./execution/execution-events.js";
 export type { ExecutionHooks } from "./execution/execution-hooks.js";
 export type { ExecutionProgress, RouteActivity } from "./execution/execution-progress.js";
-export { ExecutionScopedQueue, subscriptionSuffix } from "./execution/execution-scoped-queue.js";
-export type { CreateExecutionRequest, ReplayRequest } from "./execution/execution-service.js";
-export { ExecutionService } from "./execution/execution-service.js";
+// The services an `Engine` exposes, as types: they are reached through `createEngine`, never built.
 export type {
-  OrchestratorManagerOptions,
-  StartRequest,
-  StartSlot,
-} from "./execution/orchestrator-manager.js";
-export { OrchestratorManager } from "./execution/orchestrator-manager.js";
-export type {
-  ExecutionSeed,
-  OrchestratorEnd,
-  OrchestratorServices,
-  PipelineOrchestratorOptions,
-} from "./execution/pipeline-orchestrator.js";
-export { PipelineOrchestrator } from "./execution/pipeline-orchestrator.js";
-export type { ReseedMessage } from "./execution/reseed.js";
-export { RESEED_HEADER } from "./execution/reseed.js";
+  CreateExecutionRequest,
+  ExecutionService,
+  ReplayRequest,
+} from "./execution/execution-service.js";
+export type { OrchestratorManager, StartRequest, StartSlot } from "./execution/orchestrator-manager.js";
 export type { ScopedDestination } from "./execution/scoped-destination.js";
 export { parseScopedDestination, scopedDestination } from "./execution/scoped-destination.js";
 export { canonicalJson, hashJson, uuidv7 } from "./ids.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type ExecutionEvent, ExecutionEventHub } from "../src/index.js";
+import { ExecutionEventHub } from "../src/execution/execution-events.js";
+import type { ExecutionEvent } from "../src/index.js";
 
 describe("ExecutionEventHub", () => {
   it("numbers events per execution and replays those after a Last-Event-ID", () => {

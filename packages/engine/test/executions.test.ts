@@ -1,14 +1,8 @@
 import { adapters } from "@factflow/adapters";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ExecutionScopedQueue, subscriptionSuffix } from "../src/execution/execution-scoped-queue.js";
 import type { ExecutionEvent } from "../src/index.js";
-import {
-  createEngine,
-  ExecutionScopedQueue,
-  loadPipelineConfig,
-  subscriptionSuffix,
-  TooManyConcurrentExecutionsError,
-  uuidv7,
-} from "../src/index.js";
+import { createEngine, loadPipelineConfig, TooManyConcurrentExecutionsError, uuidv7 } from "../src/index.js";
 import {
   blocks,
   concurrency,

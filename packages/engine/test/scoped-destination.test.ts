@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ExecutionScopedQueue, parseScopedDestination, scopedDestination } from "../src/index.js";
+import { ExecutionScopedQueue } from "../src/execution/execution-scoped-queue.js";
+import { parseScopedDestination, scopedDestination } from "../src/index.js";
 
 const ID = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
 
