@@ -17,6 +17,7 @@ import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { createEngineRelayMode, type SelfTimedMode } from "./_engine-relay.js";
 import { providerRelayMode } from "./_provider-relay.js";
+import { deleteRedisPrefix } from "./_redis-prefix.js";
 import { type RelayMode, runRelayBench } from "./_relay-harness.js";
 
 const URL_DEFAULT = process.env.FACTFLOW_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -26,22 +27,6 @@ const GROUP = "bench";
 
 function benchPrefix(mode: string): string {
   return `ff-bench-${mode}-${randomBytes(4).toString("hex")}:`;
-}
-
-/** Deletes every key under `prefix` (and nothing else). */
-async function deletePrefix(url: string, prefix: string): Promise<void> {
-  const redis = new Redis(url);
-  try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1_000);
-      cursor = next;
-      const own = keys.filter((k) => k.startsWith(prefix));
-      if (own.length > 0) await redis.del(...own);
-    } while (cursor !== "0");
-  } finally {
-    redis.disconnect();
-  }
 }
 
 type Entries = [string, [string, string[]][]][] | null;
@@ -97,7 +82,7 @@ export const rawIoredisMode: RelayMode = {
         for (const reader of readers) reader.disconnect();
         await Promise.allSettled(loops);
         commands.disconnect();
-        await deletePrefix(url, prefix);
+        await deleteRedisPrefix(url, prefix);
       },
     };
   },
@@ -107,7 +92,7 @@ export const rawIoredisMode: RelayMode = {
 export const providerMode: RelayMode = providerRelayMode(
   {
     create: (url) => createRedisProvider({ url, keyPrefix: benchPrefix("provider") }),
-    cleanup: (url, provider) => deletePrefix(url, provider.config.keyPrefix),
+    cleanup: (url, provider) => deleteRedisPrefix(url, provider.config.keyPrefix),
   },
   PREFETCH,
 );
@@ -147,7 +132,7 @@ export const bullmqMode: RelayMode = {
         }
         connection.disconnect();
         for (const c of workerConnections) c.disconnect();
-        await deletePrefix(url, prefix);
+        await deleteRedisPrefix(url, prefix);
       },
     };
   },
@@ -166,7 +151,7 @@ function engineMode(url: string, strictLineage = true): SelfTimedMode {
       },
       cleanup: async (provider) => {
         const prefix = prefixes.get(provider);
-        if (prefix !== undefined) await deletePrefix(url, prefix);
+        if (prefix !== undefined) await deleteRedisPrefix(url, prefix);
       },
     },
     { prefetch: PREFETCH, strictLineage, ...(strictLineage ? {} : { name: "engine+lineage-relaxed" }) },

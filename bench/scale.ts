@@ -26,7 +26,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { Redis } from "ioredis";
+import { deleteRedisPrefix } from "./_redis-prefix.js";
 import { createScratchDatabase } from "./_scratch-database.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -68,22 +68,6 @@ function providerEnv(provider: Provider, redisPrefix: string): Record<string, st
         process.env.PULSAR_ADMIN_URL ?? recorded("pulsar", "web.url") ?? ws.replace(/^ws/, "http");
       return { FACTFLOW_PULSAR_URL: ws, FACTFLOW_PULSAR_ADMIN_URL: admin };
     }
-  }
-}
-
-/** Deletes every key under a round's Redis key prefix (and nothing else). */
-async function dropRedisPrefix(prefix: string): Promise<void> {
-  const redis = new Redis(REDIS_URL);
-  try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1_000);
-      cursor = next;
-      const own = keys.filter((k) => k.startsWith(prefix));
-      if (own.length > 0) await redis.del(...own);
-    } while (cursor !== "0");
-  } finally {
-    redis.disconnect();
   }
 }
 
@@ -260,7 +244,7 @@ routes:
       ),
     );
     await database.drop();
-    if (provider === "redis") await dropRedisPrefix(redisPrefix);
+    if (provider === "redis") await deleteRedisPrefix(REDIS_URL, redisPrefix);
     rmSync(dir, { recursive: true, force: true });
   }
 }
