@@ -10,6 +10,7 @@ import type {
 import {
   decideSettlement,
   HandlerRuns,
+  once,
   pauseAfterCopyFailure,
   SettlementReport,
   type SettlementVerdict,
@@ -192,14 +193,15 @@ export class RabbitSubscription implements Subscription {
     while (!this.stopped && this.running < this.settings.concurrency && this.backlog.length > 0) {
       const next = this.backlog.shift()!;
       this.running += 1;
-      void this.handle(next).finally(() => {
+      const free = once(() => {
         this.running -= 1;
         this.pump();
       });
+      void this.handle(next, free).finally(free);
     }
   }
 
-  private async handle(pending: Pending): Promise<void> {
+  private async handle(pending: Pending, free: () => void): Promise<void> {
     const { message } = pending;
     const decoded = decodeMessage(message);
     const isTopic = this.settings.route.kind === "topic";
@@ -217,7 +219,7 @@ export class RabbitSubscription implements Subscription {
       redelivered: message.fields.redelivered,
     };
     // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
-    const outcome = await this.handlers.run(this.settings.handler, delivery);
+    const outcome = await this.handlers.run(this.settings.handler, delivery, undefined, free);
     const context = { attempt: decoded.attempt, policy: this.settings.policy, isTopic };
     await this.settle(pending, decideSettlement(outcome, context));
   }
