@@ -33,15 +33,14 @@ export interface LineageWriterOptions {
   readonly laneQuietMs?: number;
   /**
    * How long a `record`ed row that is still open (`pending`, `initiated`, `processing`) is kept in
-   * memory before it is written; a `message` row recorded `pending` (just published) is written at
-   * once. A row that settles within it is written once, already settled; one
+   * memory before it is written. A row that settles within it is written once, already settled; one
    * still open then is written open and updated when it settles. 0 writes every row at once.
    *
    * A held row is memory only. The engine makes that crash-safe by awaiting {@link flushQueued}
    * before the broker settles a delivery (`HandlerResult.settleAfter`): a settled row has left the
    * hold and is committed before its message is acknowledged, and a row still held belongs to a
-   * delivery the broker has not settled, which runs again (under new rows) after a crash. A writer
-   * used without that wait should set 0.
+   * message the broker still holds (and hands out again after a crash; the consumer then records it
+   * anew). A writer used without that wait should set 0.
    * @default 250
    */
   readonly holdOpenMs?: number;
@@ -308,13 +307,7 @@ export class LineageWriter {
     // A record supersedes any change queued for the same id before it, unless that change is
     // further along (same rule as the upsert's guard in lineage-sql.ts).
     const queued = this.#inserts.get(id) ?? this.#updates.get(id);
-    if (
-      queued === undefined &&
-      this.#hold.enabled &&
-      isOpenStatus(row.status) &&
-      !isPublished(row) &&
-      !this.#inFlight.has(id)
-    ) {
+    if (queued === undefined && this.#hold.enabled && isOpenStatus(row.status) && !this.#inFlight.has(id)) {
       // Nothing of this row is queued or being written: keep it back until it settles or its time
       // runs out, so a quick hop costs one write instead of an insert and an update.
       this.#hold.add(row);
@@ -627,15 +620,6 @@ const BULK_WIDTH = 2;
 const LANE_QUIET_MS = 250;
 /** Default `holdOpenMs` (see the option). */
 const HOLD_OPEN_MS = 250;
-
-/**
- * A `message` row recorded `pending`: its message was just published, or waits for its retry. It is
- * never held: stored at once, it lets `resume` re-publish the message if the broker loses its copy
- * (a damaged record of the embedded queue's log, a queue deleted by hand) while this process dies.
- */
-function isPublished(row: PendingRow): boolean {
-  return row.kind === "message" && row.status === "pending";
-}
 
 /** Up to `max` values from the front of `map`, stopping at the first key in `busy`. */
 function takeFront<V>(map: Map<string, V>, max: number, busy: ReadonlySet<string>): V[] {

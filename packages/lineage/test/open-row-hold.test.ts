@@ -51,7 +51,7 @@ describe.each(dialects)("open rows held back by the writer on $dialect", ({ open
   it("writes a hop that settles within the hold once, already settled, and never updates it", async () => {
     const writer = new LineageWriter(runner, silentLogger, { holdOpenMs: FOREVER });
     const exec = uuidv7();
-    const hop = row(exec);
+    const hop = row(exec, { kind: "message" });
     writer.record(hop);
     writer.update(hop.id, { status: "processing", attempt: 1 });
     expect(writer.heldOpen(exec)).toBe(1);
@@ -93,17 +93,6 @@ describe.each(dialects)("open rows held back by the writer on $dialect", ({ open
     await writer.close();
   });
 
-  it("writes a message row recorded pending (just published) at once, never held", async () => {
-    const writer = new LineageWriter(runner, silentLogger, { holdOpenMs: FOREVER });
-    const exec = uuidv7();
-    const published = row(exec, { kind: "message" });
-    writer.record(published);
-    expect(writer.heldOpen(exec)).toBe(0);
-    await writer.flushQueued();
-    expect(await stored(published.id)).toEqual(published);
-    await writer.close();
-  });
-
   it("writes held rows as they stand on flush and on close", async () => {
     const writer = new LineageWriter(runner, silentLogger, { holdOpenMs: FOREVER });
     const exec = uuidv7();
@@ -117,10 +106,10 @@ describe.each(dialects)("open rows held back by the writer on $dialect", ({ open
     expect(await stored(b.id)).toEqual(b);
   });
 
-  it("keeps a held row held through open updates, and hands a held row over to registerPending", async () => {
+  it("keeps a retry's pending row held, and hands a held row over to registerPending", async () => {
     const writer = new LineageWriter(runner, silentLogger, { holdOpenMs: FOREVER });
     const exec = uuidv7();
-    const retried = row(exec);
+    const retried = row(exec, { kind: "message" });
     writer.record(retried);
     writer.update(retried.id, { status: "pending", attempt: 2 });
     expect(writer.heldOpen(exec)).toBe(1);
@@ -139,7 +128,7 @@ describe.each(dialects)("open rows held back by the writer on $dialect", ({ open
     const store = new LineageStore(handles.db, runner, silentLogger, { holdOpenMs: FOREVER });
     const exec = uuidv7();
     const quick = row(exec);
-    const stuck = row(exec, { kind: "message", status: "processing" });
+    const stuck = row(exec, { kind: "message" });
     store.record(quick);
     store.record(stuck);
     expect(await store.countOpen(exec)).toBe(2);
