@@ -62,7 +62,8 @@ export interface SubscriptionPort<D> {
   /**
    * Starts the broker consumer and calls `deliver` for each delivery, in the broker's order, with
    * `redelivered` true when the broker says it was handed out before. Resolves once the broker has
-   * registered the consumer. The runtime keeps at most what the broker sends: flow control (a
+   * registered the consumer; when it rejects, the runtime stops (`stopReceiving`, `close`) and
+   * `start` rejects with the error. The runtime keeps at most what the broker sends: flow control (a
    * prefetch, credits, a read window) is the port's, helped by `SubscriptionRuntime.unsettled` and
    * {@link release}.
    */

@@ -148,9 +148,18 @@ export class SubscriptionRuntime<D> implements Subscription {
     return this.#running;
   }
 
-  /** Starts the port's consumer; resolves once the broker registered it. */
-  start(): Promise<void> {
-    return this.#port.receive((delivery, redelivered) => this.#deliver(delivery, redelivered));
+  /**
+   * Starts the port's consumer; resolves once the broker registered it. When the port cannot start,
+   * the subscription is stopped (so `onStop` and the port's `close` run) and this rejects with the
+   * port's error.
+   */
+  async start(): Promise<void> {
+    try {
+      await this.#port.receive((delivery, redelivered) => this.#deliver(delivery, redelivered));
+    } catch (error) {
+      await this.unsubscribe();
+      throw error;
+    }
   }
 
   /** Stops the subscription (idempotent): see the class comment. */

@@ -347,6 +347,23 @@ describe("SubscriptionRuntime", () => {
     expect(counters.deadLettered).toBe(0);
   });
 
+  it("stops itself and rejects when the port cannot start its consumer", async () => {
+    const { port, state } = testPort();
+    const refused = new ProviderError("test", "not-found", "no such queue");
+    const stops: string[] = [];
+    const runtime = new SubscriptionRuntime({
+      provider: "test",
+      destination: "/queue/orders",
+      handler: () => MessageStatus.ACKNOWLEDGED,
+      options: resolveSubscribeOptions({ subscription: "sub" }, CAPS),
+      port: { ...port, receive: () => Promise.reject(refused) },
+      counters: emptyDurabilityCounters(),
+      onStop: () => stops.push("onStop"),
+    });
+    await expect(runtime.start()).rejects.toBe(refused);
+    expect([...stops, ...state.ops()]).toEqual(["onStop", "stopReceiving", "close"]);
+  });
+
   it("does not send a copy again after its confirmation timed out", async () => {
     vi.useFakeTimers();
     const { state } = await started(() => MessageStatus.REJECTED);
