@@ -10,8 +10,10 @@
  *   publish, as multi-process deployments need).
  * - `postgres`: the `engine` mode with lineage in PostgreSQL (a scratch database of `DATABASE_URL`,
  *   dropped at the end), printed as a second line `{"bench":"engine","lineage":"postgres",…}`.
- *   Its `hold*` fields are the same mode with the lineage writer's opt-in hold of open rows
- *   (`holdOpenMs: 250`: a row settled within 250 ms written once), run in the same rounds.
+ *   Its `noHold*` fields are the same mode with the lineage writer's hold of open rows turned off
+ *   (`holdOpenMs: 0`: every row inserted open, then updated), run in the same rounds.
+ *   `lineageWritesPerHop` is lineage writes (inserts and updates) per delivery (2N + 1 of them), and
+ *   `postgresCpuUsPerMsg` PostgreSQL's CPU per message of N.
  * - `memory`: the `engine` mode with the in-memory lineage store (nothing persisted), a third line
  *   `{"bench":"engine","lineage":"memory",…}`: what the engine costs without any database.
  *
@@ -204,7 +206,7 @@ export async function run(args: string[]): Promise<void> {
   const stricts: Awaited<ReturnType<typeof engineRun>>[] = [];
   const postgresRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
   const memoryRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
-  const holdRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
+  const noHoldRuns: Awaited<ReturnType<typeof engineRun>>[] = [];
   const scratch = await createScratchDatabase();
   try {
     for (let i = 0; i < rounds; i++) {
@@ -213,8 +215,8 @@ export async function run(args: string[]): Promise<void> {
       // Strict lineage: every publish registered durably first, as multi-process deployments need.
       stricts.push(await engineRun(n, true));
       postgresRuns.push(await engineRun(n, false, { databaseUrl: scratch.url }));
-      // The same with the writer's opt-in hold of open rows: a quick hop's row written once, settled.
-      holdRuns.push(await engineRun(n, false, { databaseUrl: scratch.url, holdOpenMs: 250 }));
+      // The same without the writer's hold of open rows: every row inserted open, then updated.
+      noHoldRuns.push(await engineRun(n, false, { databaseUrl: scratch.url, holdOpenMs: 0 }));
       memoryRuns.push(await engineRun(n, false, "memory"));
     }
   } finally {
@@ -249,13 +251,18 @@ export async function run(args: string[]): Promise<void> {
       strictLineageCompletionDelayMs: strict.completionDelayMs,
       lineageRows: eng.lineageRows,
       lineageWrites: eng.lineageWrites,
+      lineageWritesPerHop: perHopOf(eng.lineageWrites, n),
       strictLineageWrites: strict.lineageWrites,
+      strictLineageWritesPerHop: perHopOf(strict.lineageWrites, n),
       lineageLost: eng.lineageLost + strict.lineageLost,
       loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
     }),
   );
   const pg = best(postgresRuns);
-  const hold = best(holdRuns);
+  const noHold = best(noHoldRuns);
+  const perHop = (writes: number) => perHopOf(writes, n);
+  const usPerMsg = (cpuMs: number | undefined) =>
+    cpuMs === undefined ? undefined : Math.round((cpuMs * 1000) / n);
   console.log(
     JSON.stringify({
       bench: "engine",
@@ -275,11 +282,14 @@ export async function run(args: string[]): Promise<void> {
       completionDelayMsAllRounds: postgresRuns.map((e) => e.completionDelayMs),
       lineageRows: pg.lineageRows,
       lineageWrites: pg.lineageWrites,
-      lineageLost: [...postgresRuns, ...holdRuns].reduce((sum, e) => sum + e.lineageLost, 0),
-      holdMsgsPerSec: hold.msgsPerSec,
-      holdRatio: Math.round((hold.msgsPerSec / base.msgsPerSec) * 1000) / 1000,
-      holdPostgresCpuMs: hold.postgresCpuMs,
-      holdLineageWrites: hold.lineageWrites,
+      lineageWritesPerHop: perHop(pg.lineageWrites),
+      postgresCpuUsPerMsg: usPerMsg(pg.postgresCpuMs),
+      lineageLost: [...postgresRuns, ...noHoldRuns].reduce((sum, e) => sum + e.lineageLost, 0),
+      noHoldMsgsPerSec: noHold.msgsPerSec,
+      noHoldRatio: Math.round((noHold.msgsPerSec / base.msgsPerSec) * 1000) / 1000,
+      noHoldPostgresCpuMs: noHold.postgresCpuMs,
+      noHoldPostgresCpuUsPerMsg: usPerMsg(noHold.postgresCpuMs),
+      noHoldLineageWritesPerHop: perHop(noHold.lineageWrites),
       loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
     }),
   );
@@ -308,6 +318,11 @@ export async function run(args: string[]): Promise<void> {
  * the rate it could reach with a whole core to itself and nothing else to wait for, and that rate
  * against the bare provider's.
  */
+/** Lineage writes per delivery of the pipeline (2N + 1 deliveries for N messages). */
+function perHopOf(writes: number, n: number): number {
+  return Math.round((writes / (2 * n + 1)) * 100) / 100;
+}
+
 function postgresBound(run: { postgresCpuMs?: number | undefined }, n: number, baselineMsgsPerSec: number) {
   if (run.postgresCpuMs === undefined || run.postgresCpuMs <= 0) return {};
   const msgsPerSec = Math.round(n / (run.postgresCpuMs / 1000));

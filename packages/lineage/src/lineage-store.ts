@@ -70,6 +70,10 @@ export class LineageStore implements LineageProtocol {
     return this.#writer.flush();
   }
 
+  flushSettled(): Promise<void> {
+    return this.#writer.flushQueued();
+  }
+
   roomFor(limit: number): Promise<void> | undefined {
     return this.#writer.roomFor(limit);
   }

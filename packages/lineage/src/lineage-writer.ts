@@ -36,11 +36,12 @@ export interface LineageWriterOptions {
    * memory before it is written. A row that settles within it is written once, already settled; one
    * still open then is written open and updated when it settles. 0 writes every row at once.
    *
-   * Off by default: a held row is memory only, so a process killed (kill -9, power loss) after the
-   * broker acknowledged a message but before its settled row was committed loses that row for good,
-   * while without the hold the row is already stored open and `resume` repairs it. Turn it on where
-   * fewer writes matter more than complete lineage after a crash.
-   * @default 0
+   * A held row is memory only. The engine makes that crash-safe by awaiting {@link flushQueued}
+   * before the broker settles a delivery (`HandlerResult.settleAfter`): a settled row has left the
+   * hold and is committed before its message is acknowledged, and a row still held belongs to a
+   * message the broker still holds (and hands out again after a crash; the consumer then records it
+   * anew). A writer used without that wait should set 0.
+   * @default 250
    */
   readonly holdOpenMs?: number;
 }
@@ -617,8 +618,8 @@ const LANE_WIDTH = 2;
 const BULK_WIDTH = 2;
 /** Default `laneQuietMs`. */
 const LANE_QUIET_MS = 250;
-/** Default `holdOpenMs`: off (see the option). */
-const HOLD_OPEN_MS = 0;
+/** Default `holdOpenMs` (see the option). */
+const HOLD_OPEN_MS = 250;
 
 /** Up to `max` values from the front of `map`, stopping at the first key in `busy`. */
 function takeFront<V>(map: Map<string, V>, max: number, busy: ReadonlySet<string>): V[] {

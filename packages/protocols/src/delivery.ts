@@ -16,9 +16,16 @@ export interface Delivery {
 
 /**
  * What a handler may return: a status, or a status with a short reason that the provider records on
- * retried and dead-lettered copies (header `x-last-error`).
+ * retried and dead-lettered copies (header `x-last-error`), and with `settleAfter`: a promise the
+ * provider awaits before it carries the status out with the broker (ack, retry or dead-letter copy).
+ * The handler has returned in time, so neither its timeout nor a stop turns the wait into an
+ * incomplete delivery; the engine passes its lineage commit here, so an acknowledged message's rows
+ * are durable before the broker forgets the message. The promise must settle (a rejection counts as
+ * settled).
  */
-export type HandlerResult = MessageStatus | { readonly status: MessageStatus; readonly reason?: string };
+export type HandlerResult =
+  | MessageStatus
+  | { readonly status: MessageStatus; readonly reason?: string; readonly settleAfter?: PromiseLike<unknown> };
 
 /**
  * A subscription's handler. The delivery is settled when the returned promise resolves, according to
@@ -36,4 +43,9 @@ export function unwrapHandlerResult(result: HandlerResult): { status: MessageSta
   return result.reason === undefined
     ? { status: result.status }
     : { status: result.status, reason: result.reason };
+}
+
+/** What the provider awaits before settling a delivery with the broker (see {@link HandlerResult}). */
+export function settleAfterOf(result: HandlerResult): PromiseLike<unknown> | undefined {
+  return typeof result === "string" ? undefined : result.settleAfter;
 }

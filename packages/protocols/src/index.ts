@@ -15,7 +15,7 @@ export type { Backoff } from "./backoff.js";
 export { backoffDelayMs } from "./backoff.js";
 export type { ProviderCapabilities } from "./capabilities.js";
 export type { Delivery, HandlerResult, MessageHandler } from "./delivery.js";
-export { unwrapHandlerResult } from "./delivery.js";
+export { settleAfterOf, unwrapHandlerResult } from "./delivery.js";
 export type { Destination, MessageEnvelope, OutboundMessage } from "./envelope.js";
 export { deadLetterQueueOf, parseDestination, QUEUE_PREFIX, TOPIC_PREFIX } from "./envelope.js";
 export type { ConfigIssue, FactflowErrorCode, FactflowErrorOptions, ProviderErrorReason } from "./errors.js";

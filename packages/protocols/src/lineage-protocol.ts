@@ -142,6 +142,14 @@ export interface LineageProtocol {
   registerPending(rows: readonly LineageRow[]): Promise<void>;
   flush(): Promise<void>;
   /**
+   * Resolves once every `record` and `update` made before the call is durable, except rows the
+   * store keeps back in memory while they are still open (the engine awaits it before a delivery is
+   * settled with the broker, so an acknowledged message's settled rows survive a crash, while a quick
+   * hop's rows are still written once, settled). A store that writes at once, or keeps nothing
+   * across a crash, need not implement it.
+   */
+  flushSettled?(): Promise<void>;
+  /**
    * Backpressure for `record`/`update` callers: `undefined` while at most `limit` writes are queued,
    * otherwise a promise that resolves once no more than `limit` are (commits go on meanwhile, so a
    * caller can queue its next writes while the batch before them is being committed). A store that

@@ -7,6 +7,7 @@ import {
   MessageStatus,
   type RetryPolicy,
   retryDelayMs,
+  settleAfterOf,
 } from "@factflow/protocols";
 import type { HandlerRun } from "./deadline-sweep.js";
 
@@ -132,7 +133,8 @@ function describeThrown(error: unknown): string {
  * Runs a handler until it settles or its signal aborts, whichever comes first. The provider aborts
  * the signal with a `HandlerTimeoutError` when the handler runs past its timeout, or with any other
  * reason when the subscription stops; either way the outcome is known at once, even if the handler
- * ignores its signal and never returns (its late result is dropped).
+ * ignores its signal and never returns (its late result is dropped). A result returned in time with
+ * `settleAfter` is the outcome once that promise settles, whatever aborts meanwhile.
  *
  * Given a {@link HandlerRun}, the run tells this function of its abort directly (see
  * {@link HandlerRun.abort}); given a bare `AbortController`, it listens on the signal.
@@ -157,7 +159,11 @@ export function runHandler(
       if (run === undefined) signal.removeEventListener("abort", onAbort);
       resolve(outcome);
     };
-    const onAbort = () => finish(aborted());
+    // Set once the handler has returned in time: an abort while its `settleAfter` runs changes nothing.
+    let returned = false;
+    const onAbort = () => {
+      if (!returned) finish(aborted());
+    };
     if (run === undefined) signal.addEventListener("abort", onAbort, { once: true });
     else run.watch(onAbort);
     let pending: Promise<HandlerResult> | HandlerResult;
@@ -168,7 +174,14 @@ export function runHandler(
       return;
     }
     Promise.resolve(pending).then(
-      (result) => finish(signal.aborted ? aborted() : { kind: "returned", result }),
+      (result) => {
+        if (signal.aborted) return finish(aborted());
+        const after = settleAfterOf(result);
+        if (after === undefined) return finish({ kind: "returned", result });
+        returned = true;
+        const settle = () => finish({ kind: "returned", result });
+        after.then(settle, settle);
+      },
       (error: unknown) => finish(signal.aborted ? aborted() : { kind: "threw", error }),
     );
   });

@@ -81,6 +81,45 @@ describe("runHandler", () => {
     });
   });
 
+  it("waits for a returned result's settleAfter, which a timeout or stop meanwhile does not cut short", async () => {
+    let commit: () => void = () => {};
+    const settleAfter = new Promise<void>((resolve) => {
+      commit = resolve;
+    });
+    const result = { status: "ACKNOWLEDGED", settleAfter } as const;
+    let handed = false;
+    const controller = new AbortController();
+    const outcome = runHandler(
+      () => {
+        handed = true;
+        return result as never;
+      },
+      delivery,
+      controller,
+    );
+    expect(handed).toBe(true);
+    // Let the returned result reach runHandler, then run past the timeout while the commit waits.
+    await Promise.resolve();
+    await Promise.resolve();
+    controller.abort(new HandlerTimeoutError(250));
+    let settled: HandlerOutcome | undefined;
+    void outcome.then((o) => {
+      settled = o;
+    });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(settled).toBeUndefined();
+    commit();
+    expect(await outcome).toEqual(returned(result));
+    // A rejected settleAfter still settles the delivery with the handler's result.
+    const failed = {
+      status: "ACKNOWLEDGED",
+      settleAfter: Promise.reject(new Error("commit failed")),
+    } as const;
+    expect(await runHandler(() => failed as never, delivery, new AbortController())).toEqual(
+      returned(failed),
+    );
+  });
+
   it("settles at the timeout even when the handler never returns, and on a stop", async () => {
     const never = () => new Promise<never>(() => {});
     const timeout = new AbortController();

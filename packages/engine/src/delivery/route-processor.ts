@@ -13,6 +13,7 @@ import {
   type Subscription,
   TraceAttribute,
   type Tracer,
+  unwrapHandlerResult,
 } from "@factflow/protocols";
 import type { RouteQueueOptions } from "../config/route-queue-options.js";
 import { FatalAdapterError } from "../errors.js";
@@ -309,8 +310,27 @@ export class RouteProcessor {
   /** Runs one delivery, inside a delivery span when the engine traces. */
   #handle(delivery: Delivery, providerSignal: AbortSignal): Promise<HandlerResult> | HandlerResult {
     const tracer = this.#options.tracer;
-    if (tracer === undefined) return this.#admit(delivery, providerSignal, undefined);
-    return this.#handleTraced(tracer, delivery, providerSignal);
+    const result =
+      tracer === undefined
+        ? this.#admit(delivery, providerSignal, undefined)
+        : this.#handleTraced(tracer, delivery, providerSignal);
+    if (this.#runtime.lineage.flushSettled === undefined) return result;
+    if (result instanceof Promise) return result.then((value) => this.#durably(value));
+    return this.#durably(result);
+  }
+
+  /**
+   * Hands the provider the lineage commit to await before it settles the delivery with the broker:
+   * the rows this delivery settled are durable before the broker forgets the message, so a crash
+   * loses only rows of deliveries the broker hands out again. The wait runs after the handler has
+   * returned (its slots are free again) and outside its timeout. A hand-back settles nothing.
+   */
+  #durably(result: HandlerResult): HandlerResult {
+    const { status, reason } = unwrapHandlerResult(result);
+    if (status === MessageStatus.PENDING) return result;
+    const settleAfter = this.#runtime.lineage.flushSettled?.();
+    if (settleAfter === undefined) return result;
+    return reason === undefined ? { status, settleAfter } : { status, reason, settleAfter };
   }
 
   async #handleTraced(

@@ -9,6 +9,7 @@ import {
   type MessageHandler,
   QUEUE_PREFIX,
   resolveRetryPolicy,
+  settleAfterOf,
   TOPIC_PREFIX,
 } from "@factflow/protocols";
 import {
@@ -336,12 +337,24 @@ export class Broker {
     }
     if (typeof (result as Promise<HandlerResult>)?.then === "function") {
       (result as Promise<HandlerResult>).then(
-        (value) => this.#settle(active, { kind: "returned", result: value }),
+        (value) => this.#returned(active, value),
         (error: unknown) => this.#settle(active, { kind: "threw", error }),
       );
     } else {
-      this.#settle(active, { kind: "returned", result: result as HandlerResult });
+      this.#returned(active, result as HandlerResult);
     }
+  }
+
+  /** A handler's result, carried out once its `settleAfter` (if any) has settled. */
+  #returned(active: ActiveDelivery, result: HandlerResult): void {
+    const after = settleAfterOf(result);
+    if (after === undefined) {
+      this.#settle(active, { kind: "returned", result });
+      return;
+    }
+    active.returned = true;
+    const settle = () => this.#settle(active, { kind: "returned", result });
+    after.then(settle, settle);
   }
 
   #release(active: ActiveDelivery): void {
@@ -367,7 +380,8 @@ export class Broker {
   #sweep(consumer: Consumer): void {
     if (consumer.active.size === 0) return;
     const cutoff = Date.now() - consumer.handlerTimeoutMs;
-    for (const active of [...consumer.active]) if (active.startedAt <= cutoff) this.#timeout(active);
+    for (const active of [...consumer.active])
+      if (active.returned !== true && active.startedAt <= cutoff) this.#timeout(active);
   }
 
   #timeout(active: ActiveDelivery): void {

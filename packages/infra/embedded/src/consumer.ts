@@ -11,6 +11,8 @@ export interface ActiveDelivery {
   /** Epoch ms the handler started, for the timeout sweep. */
   readonly startedAt: number;
   done: boolean;
+  /** The handler returned in time and the broker awaits its `settleAfter`: no timeout applies. */
+  returned?: boolean;
 }
 
 /** One `subscribe` call attached to a physical queue. */
