@@ -52,7 +52,9 @@ export interface SubscriptionRuntimeOptions<D> {
  * Factflow message), carries it out through the port (a retry or dead-letter copy confirmed before
  * the original is acknowledged; `pauseAfterCopyFailure` then a hand-back when it is not), withholds
  * what the broker has reissued (`superseded`), and reports each settled delivery once through
- * `SettlementReport` (`acked`, `retried`, `dead-lettered` with its reason, `handed-back`). `stop()`
+ * `SettlementReport` (`acked`, `retried`, `dead-lettered` with its reason, `handed-back`). A
+ * handler's `settleAfter` is awaited before its verdict is carried out (see `runHandler`); a waiting
+ * delivery the port no longer holds is dropped unrun (`dropStale`). `stop()`
  * stops receiving, aborts the running handlers (handed back), gives back what no handler saw, waits a
  * bounded time for settlements in flight (`settleWithin`), then closes the port.
  *
@@ -179,9 +181,28 @@ export class SubscriptionRuntime<D> implements Subscription {
     this.#pump();
   }
 
+  /**
+   * Forgets the waiting deliveries the port no longer holds (`isCurrent` false: say their channel
+   * closed, so the broker has them back): they are neither run nor settled, nor counted. The runtime
+   * also skips them when their turn comes; a port calls this to drop them at once, so `unsettled`
+   * and the broker's flow control see the room.
+   */
+  dropStale(): void {
+    const kept: Received<D>[] = [];
+    for (const received of this.#waiting) {
+      if (this.#port.isCurrent(received.delivery)) kept.push(received);
+      else this.#done(received.delivery);
+    }
+    this.#waiting = kept;
+  }
+
   #pump(): void {
     while (this.#stopping === undefined && this.#running < this.concurrency && this.#waiting.length > 0) {
       const received = this.#waiting.shift() as Received<D>;
+      if (!this.#port.isCurrent(received.delivery)) {
+        this.#done(received.delivery);
+        continue;
+      }
       this.#running += 1;
       this.#track(
         this.#handle(received).finally(() => {

@@ -374,4 +374,81 @@ describe("SubscriptionRuntime", () => {
     await state.next((c) => c.op === "release");
     expect(state.ops()).toEqual(["receive", "copy:m1", "handBack:m1", "release:m1"]);
   });
+
+  it("acknowledges only once the handler's settleAfter has settled, even past the handler's timeout", async () => {
+    vi.useFakeTimers();
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    // Tells the test when the runtime starts awaiting the promise (the handler has returned).
+    let awaiting!: () => void;
+    const awaited = new Promise<void>((resolve) => (awaiting = resolve));
+    const settleAfter: PromiseLike<void> = {
+      // biome-ignore lint/suspicious/noThenProperty: a thenable that reports when it is awaited
+      then(onFulfilled, onRejected) {
+        awaiting();
+        return committed.then(onFulfilled, onRejected);
+      },
+    };
+    const { state, counters, settled } = await started(
+      () => ({ status: MessageStatus.ACKNOWLEDGED, settleAfter }),
+      { handlerTimeoutMs: 20 },
+    );
+    state.deliver(message("m1"));
+    await awaited;
+    await vi.advanceTimersByTimeAsync(100);
+    expect(state.ops(), "no acknowledgement before settleAfter settles").toEqual(["receive"]);
+    commit();
+    await state.next((c) => c.op === "release");
+    expect(state.ops()).toEqual(["receive", "ack:m1", "release:m1"]);
+    expect(settled.map((s) => s.kind)).toEqual(["acked"]);
+    expect(counters).toMatchObject({ acked: 1, redelivered: 0 });
+  });
+
+  it("drops waiting deliveries the port no longer holds, unrun and unsettled", async () => {
+    const held = heldHandler();
+    const { runtime, state, counters, settled } = await started(held.handler, { prefetch: 4 });
+    const gone = [message("b"), message("c")];
+    state.deliver(message("a"));
+    for (const m of gone) state.deliver(m);
+    state.deliver(message("d"));
+    await held.until(1);
+    expect(runtime.waiting).toBe(3);
+    for (const m of gone) m.current = false;
+    runtime.dropStale();
+    expect([runtime.waiting, runtime.unsettled]).toEqual([1, 2]);
+    held.started[0]?.answer(MessageStatus.ACKNOWLEDGED);
+    await held.until(2);
+    expect(held.started.map((s) => s.delivery.message.id)).toEqual(["a", "d"]);
+    held.started[1]?.answer(MessageStatus.ACKNOWLEDGED);
+    await state.next((c) => c.op === "release" && c.id === "d");
+    expect(state.ops()).toEqual([
+      "receive",
+      "release:b",
+      "release:c",
+      "ack:a",
+      "release:a",
+      "ack:d",
+      "release:d",
+    ]);
+    expect(settled.map((s) => s.messageId)).toEqual(["a", "d"]);
+    expect(counters).toMatchObject({ acked: 2, superseded: 0 });
+  });
+
+  it("skips a waiting delivery that went stale before its turn, without running it", async () => {
+    const held = heldHandler();
+    const { state, counters } = await started(held.handler, { prefetch: 4 });
+    const stale = message("b");
+    state.deliver(message("a"));
+    state.deliver(stale);
+    state.deliver(message("c"));
+    await held.until(1);
+    stale.current = false;
+    held.started[0]?.answer(MessageStatus.ACKNOWLEDGED);
+    await held.until(2);
+    expect(held.started.map((s) => s.delivery.message.id)).toEqual(["a", "c"]);
+    held.started[1]?.answer(MessageStatus.ACKNOWLEDGED);
+    await state.next((c) => c.op === "release" && c.id === "c");
+    expect(state.calls.filter((c) => c.op !== "release" && "id" in c && c.id === "b")).toEqual([]);
+    expect(counters).toMatchObject({ acked: 2, superseded: 0 });
+  });
 });
