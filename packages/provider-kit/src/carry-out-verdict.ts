@@ -54,7 +54,9 @@ export async function carryOutVerdict<D>(
     return;
   }
   if (verdict.kind === "ack") {
-    if (await port.ack(delivery)) reported(context, of);
+    // Most ports answer at once: no extra turn of the microtask queue per delivery then.
+    const acked = port.ack(delivery);
+    if (typeof acked === "boolean" ? acked : await acked) reported(context, of);
     else counters.superseded += 1;
     return;
   }

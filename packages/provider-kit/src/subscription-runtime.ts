@@ -104,7 +104,8 @@ export class SubscriptionRuntime<D> implements Subscription {
   #waiting: Received<D>[] = [];
   #running = 0;
   #unsettled = 0;
-  readonly #work = new Set<Promise<void>>();
+  /** Resolves the stop's wait once nothing is unsettled. */
+  #drained: (() => void) | undefined;
   #stopping: Promise<void> | undefined;
 
   constructor(options: SubscriptionRuntimeOptions<D>) {
@@ -173,7 +174,7 @@ export class SubscriptionRuntime<D> implements Subscription {
   #deliver(delivery: D, redelivered: boolean): void {
     this.#unsettled += 1;
     if (this.#stopping !== undefined) {
-      this.#track(this.#handBackUnseen(delivery));
+      void this.#handBackUnseen(delivery);
       return;
     }
     if (redelivered) this.#options.counters.redelivered += 1;
@@ -204,18 +205,9 @@ export class SubscriptionRuntime<D> implements Subscription {
         continue;
       }
       this.#running += 1;
-      this.#track(
-        this.#handle(received).finally(() => {
-          this.#running -= 1;
-          this.#pump();
-        }),
-      );
+      // Settles itself whatever happens (it catches); its end frees the slot and pumps again.
+      void this.#handle(received);
     }
-  }
-
-  #track(work: Promise<void>): void {
-    this.#work.add(work);
-    void work.finally(() => this.#work.delete(work));
   }
 
   async #handle({ delivery, redelivered }: Received<D>): Promise<void> {
@@ -254,6 +246,8 @@ export class SubscriptionRuntime<D> implements Subscription {
       this.#failed(error, "settle a delivery");
     } finally {
       this.#done(delivery);
+      this.#running -= 1;
+      this.#pump();
     }
   }
 
@@ -270,6 +264,7 @@ export class SubscriptionRuntime<D> implements Subscription {
   #done(delivery: D): void {
     this.#unsettled -= 1;
     this.#port.release?.(delivery);
+    if (this.#unsettled === 0) this.#drained?.();
   }
 
   #failed(error: unknown, operation: string): void {
@@ -286,10 +281,13 @@ export class SubscriptionRuntime<D> implements Subscription {
     // Stop receiving first, so the broker stops handing out deliveries while handlers wind down.
     await settleWithin(this.#port.stopReceiving(), step);
     this.#runs.abortAll(new Error("subscription closed"));
-    for (const { delivery } of this.#waiting.splice(0)) this.#track(this.#handBackUnseen(delivery));
+    for (const { delivery } of this.#waiting.splice(0)) void this.#handBackUnseen(delivery);
     // Settlements in flight (a copy awaiting its confirmation, a hand-back) get a bounded moment to
     // finish, so their originals are settled rather than redelivered as duplicates.
-    await settleWithin(Promise.allSettled([...this.#work]), step * 2);
+    const drained = new Promise<void>((resolve) => {
+      this.#drained = resolve;
+    });
+    if (this.#unsettled > 0) await settleWithin(drained, step * 2);
     if (this.#port.close !== undefined) await settleWithin(this.#port.close(), step);
   }
 }
