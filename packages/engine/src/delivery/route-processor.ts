@@ -120,6 +120,8 @@ export class RouteProcessor {
   #waitingForSlot = 0;
   /** Deliveries in flight whose outputs are being registered or published. */
   #publishing = 0;
+  /** Deliveries whose handler returned and whose lineage commit the provider still awaits. */
+  #settling = 0;
 
   constructor(runtime: ExecutionRuntime, options: RouteProcessorOptions) {
     this.name = options.name;
@@ -135,7 +137,7 @@ export class RouteProcessor {
 
   /** No handler working, no fan-out publish pending (held batch deliveries are counted apart). */
   get isActiveIdle(): boolean {
-    return this.counters.inFlight === 0 && this.#watermark.pending === 0;
+    return this.counters.inFlight === 0 && this.#watermark.pending === 0 && this.#settling === 0;
   }
 
   /** Deliveries parked in stateful batches. */
@@ -328,8 +330,15 @@ export class RouteProcessor {
   #durably(result: HandlerResult): HandlerResult {
     const { status, reason } = unwrapHandlerResult(result);
     if (status === MessageStatus.PENDING) return result;
-    const settleAfter = this.#runtime.lineage.flushSettled?.();
-    if (settleAfter === undefined) return result;
+    const committed = this.#runtime.lineage.flushSettled?.();
+    if (committed === undefined) return result;
+    // Until the provider has settled it, the delivery still counts as work: an execution that
+    // completed meanwhile would stop its subscriptions and hand the message back.
+    this.#settling++;
+    const settleAfter = committed.finally(() => {
+      this.#settling--;
+      this.#runtime.onMaybeIdle();
+    });
     return reason === undefined ? { status, settleAfter } : { status, reason, settleAfter };
   }
 
