@@ -2,6 +2,7 @@ import {
   type HandlerResult,
   type MessageHandler,
   MessageStatus,
+  settleAfterOf,
   unwrapHandlerResult,
 } from "@factflow/protocols";
 import type { ResolvedSubscribeOptions } from "./subscribe-options.js";
@@ -23,8 +24,16 @@ export function dropDeadLetters(handler: MessageHandler, options: ResolvedSubscr
     }
     if (signal.aborted) return result;
     const { status } = unwrapHandlerResult(result);
-    if (status === MessageStatus.REJECTED) return MessageStatus.ACKNOWLEDGED;
-    if (last && status !== MessageStatus.ACKNOWLEDGED) return MessageStatus.ACKNOWLEDGED;
+    if (status === MessageStatus.REJECTED || (last && status !== MessageStatus.ACKNOWLEDGED))
+      return acknowledged(result);
     return result;
   };
+}
+
+/** ACKNOWLEDGED, still settled only after the result's `settleAfter`. */
+function acknowledged(result: HandlerResult): HandlerResult {
+  const settleAfter = settleAfterOf(result);
+  return settleAfter === undefined
+    ? MessageStatus.ACKNOWLEDGED
+    : { status: MessageStatus.ACKNOWLEDGED, settleAfter };
 }

@@ -31,16 +31,23 @@ export class HandlerRuns {
 
   /**
    * Runs `handler` for `delivery` until it settles, times out or is aborted (see `runHandler`).
-   * With `stopWhen`, the run is also aborted (with its reason) when that signal aborts.
+   * With `stopWhen`, the run is also aborted (with its reason) when that signal aborts. `onReturned`
+   * frees the caller's concurrency slot once the handler has returned and only its `settleAfter` is
+   * awaited.
    */
-  async run(handler: MessageHandler, delivery: Delivery, stopWhen?: AbortSignal): Promise<HandlerOutcome> {
+  async run(
+    handler: MessageHandler,
+    delivery: Delivery,
+    stopWhen?: AbortSignal,
+    onReturned?: () => void,
+  ): Promise<HandlerOutcome> {
     const run = new HandlerRun(this.#timeoutMs, this.#pool);
     const stop = stopWhen === undefined ? undefined : () => run.abort(stopWhen.reason);
     if (stopWhen?.aborted === true) stop?.();
     else if (stop !== undefined) stopWhen?.addEventListener("abort", stop, { once: true });
     this.#sweep.add(run);
     try {
-      return await runHandler(handler, delivery, run);
+      return await runHandler(handler, delivery, run, onReturned);
     } finally {
       this.#sweep.delete(run);
       if (stop !== undefined) stopWhen?.removeEventListener("abort", stop);
@@ -52,4 +59,18 @@ export class HandlerRuns {
   abortAll(reason: unknown): void {
     for (const run of this.#sweep.clear()) run.abort(reason);
   }
+}
+
+/**
+ * `fn`, callable many times, run the first time only: a subscription's slot release, called both
+ * when the handler returned (see {@link HandlerRuns.run}'s `onReturned`) and when the delivery is
+ * settled, frees the slot once.
+ */
+export function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
 }

@@ -12,7 +12,7 @@ export { GROUP_LANE_WINDOW, groupedSubscription } from "./group-lanes.js";
 export type { GuardOptions, UnguardedProvider } from "./guard.js";
 export { guardProvider } from "./guard.js";
 export type { HandlerRunsOptions } from "./handler-runs.js";
-export { HandlerRuns } from "./handler-runs.js";
+export { HandlerRuns, once } from "./handler-runs.js";
 export type { PreparedOutbound, PrepareOutboundOptions } from "./outbound.js";
 export {
   checkDestination,

@@ -134,7 +134,9 @@ function describeThrown(error: unknown): string {
  * the signal with a `HandlerTimeoutError` when the handler runs past its timeout, or with any other
  * reason when the subscription stops; either way the outcome is known at once, even if the handler
  * ignores its signal and never returns (its late result is dropped). A result returned in time with
- * `settleAfter` is the outcome once that promise settles, whatever aborts meanwhile.
+ * `settleAfter` is the outcome once that promise settles, whatever aborts meanwhile; `onReturned` is
+ * called when such a wait starts, so the provider can give the handler's concurrency slot to the next
+ * delivery (the delivery itself stays unsettled, and counts against the prefetch, until then).
  *
  * Given a {@link HandlerRun}, the run tells this function of its abort directly (see
  * {@link HandlerRun.abort}); given a bare `AbortController`, it listens on the signal.
@@ -143,6 +145,7 @@ export function runHandler(
   handler: MessageHandler,
   delivery: Delivery,
   source: AbortController | HandlerRun,
+  onReturned?: () => void,
 ): Promise<HandlerOutcome> {
   const run = "watch" in source ? source : undefined;
   const signal = run === undefined ? (source as AbortController).signal : run.controller.signal;
@@ -179,6 +182,7 @@ export function runHandler(
         const after = settleAfterOf(result);
         if (after === undefined) return finish({ kind: "returned", result });
         returned = true;
+        onReturned?.();
         const settle = () => finish({ kind: "returned", result });
         after.then(settle, settle);
       },

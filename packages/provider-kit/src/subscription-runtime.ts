@@ -53,7 +53,8 @@ export interface SubscriptionRuntimeOptions<D> {
  * the original is acknowledged; `pauseAfterCopyFailure` then a hand-back when it is not), withholds
  * what the broker has reissued (`superseded`), and reports each settled delivery once through
  * `SettlementReport` (`acked`, `retried`, `dead-lettered` with its reason, `handed-back`). A
- * handler's `settleAfter` is awaited before its verdict is carried out (see `runHandler`); a waiting
+ * handler's `settleAfter` is awaited before its verdict is carried out (see `runHandler`), its slot
+ * meanwhile serving the next delivery; a waiting
  * delivery the port no longer holds is dropped unrun (`dropStale`). `stop()`
  * stops receiving, aborts the running handlers (handed back), gives back what no handler saw, waits a
  * bounded time for settlements in flight (`settleWithin`), then closes the port.
@@ -146,7 +147,7 @@ export class SubscriptionRuntime<D> implements Subscription {
     return this.#waiting.length;
   }
 
-  /** Handlers running, or their deliveries settling. */
+  /** Handlers running, or their deliveries settling (not those awaiting only a `settleAfter`). */
   get running(): number {
     return this.#running;
   }
@@ -205,12 +206,24 @@ export class SubscriptionRuntime<D> implements Subscription {
         continue;
       }
       this.#running += 1;
-      // Settles itself whatever happens (it catches); its end frees the slot and pumps again.
-      void this.#handle(received);
+      // Settles itself whatever happens (it catches), and frees its slot once (see #handle).
+      let taken = true;
+      const free = () => {
+        if (!taken) return;
+        taken = false;
+        this.#running -= 1;
+        this.#pump();
+      };
+      void this.#handle(received, free);
     }
   }
 
-  async #handle({ delivery, redelivered }: Received<D>): Promise<void> {
+  /**
+   * Runs and settles one delivery. `free` gives its handler slot to the next delivery: once the
+   * handler returned with a `settleAfter` still pending (the delivery stays unsettled, within the
+   * port's flow control, until it settles), else once the delivery is settled.
+   */
+  async #handle({ delivery, redelivered }: Received<D>, free: () => void): Promise<void> {
     try {
       const decoded = this.#port.decode(delivery);
       if ("error" in decoded) {
@@ -233,7 +246,7 @@ export class SubscriptionRuntime<D> implements Subscription {
         redelivered,
       };
       // Bounded whatever the handler does: a timeout or a stop settles at once, even if it never returns.
-      const outcome = await this.#runs.run(this.#options.handler, run);
+      const outcome = await this.#runs.run(this.#options.handler, run, undefined, free);
       const { retry } = this.#options.options;
       const verdict = decideSettlement(outcome, { attempt, policy: retry, isTopic: this.#isTopic });
       await carryOutVerdict(this.#verdicts, delivery, {
@@ -246,8 +259,7 @@ export class SubscriptionRuntime<D> implements Subscription {
       this.#failed(error, "settle a delivery");
     } finally {
       this.#done(delivery);
-      this.#running -= 1;
-      this.#pump();
+      free();
     }
   }
 

@@ -189,5 +189,12 @@ describe("deadLetter: false", () => {
     }, options);
     await expect(Promise.resolve(throwing(delivery(3, "a", 1), signal))).rejects.toThrow("boom");
     expect(await throwing(delivery(3, "a", 2), signal)).toBe(MessageStatus.ACKNOWLEDGED);
+    // The acknowledgement still waits for what the handler asked the provider to await.
+    const settleAfter = Promise.resolve();
+    const committing = dropDeadLetters(() => ({ status: MessageStatus.REJECTED, settleAfter }), options);
+    expect(await committing(delivery(4, "a", 1), signal)).toEqual({
+      status: MessageStatus.ACKNOWLEDGED,
+      settleAfter,
+    });
   });
 });

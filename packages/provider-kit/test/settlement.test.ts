@@ -110,6 +110,24 @@ describe("runHandler", () => {
     expect(settled).toBeUndefined();
     commit();
     expect(await outcome).toEqual(returned(result));
+    // `onReturned` frees the caller's slot when the wait starts, and only then.
+    let freed = 0;
+    const waiting = runHandler(
+      () => ({ status: "ACKNOWLEDGED", settleAfter: new Promise<void>(() => {}) }) as never,
+      delivery,
+      new AbortController(),
+      () => freed++,
+    );
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(freed).toBe(1);
+    void waiting;
+    await runHandler(
+      () => "ACKNOWLEDGED",
+      delivery,
+      new AbortController(),
+      () => freed++,
+    );
+    expect(freed).toBe(1);
     // A rejected settleAfter still settles the delivery with the handler's result.
     const failed = {
       status: "ACKNOWLEDGED",

@@ -451,4 +451,25 @@ describe("SubscriptionRuntime", () => {
     expect(state.calls.filter((c) => c.op !== "release" && "id" in c && c.id === "b")).toEqual([]);
     expect(counters).toMatchObject({ acked: 2, superseded: 0 });
   });
+
+  it("gives the slot of a handler awaiting only its settleAfter to the next delivery", async () => {
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    const held = heldHandler();
+    const { runtime, state } = await started(held.handler, { concurrency: 1, prefetch: 2 });
+    state.deliver(message("a"));
+    state.deliver(message("b"));
+    await held.until(1);
+    held.started[0]?.answer({ status: MessageStatus.ACKNOWLEDGED, settleAfter: committed });
+    await held.until(2);
+    expect(held.started.map((s) => s.delivery.message.id)).toEqual(["a", "b"]);
+    expect([runtime.running, runtime.unsettled], "a still unsettled, b running").toEqual([1, 2]);
+    expect(state.ops()).toEqual(["receive"]);
+    held.started[1]?.answer(MessageStatus.ACKNOWLEDGED);
+    await state.next((c) => c.op === "release" && c.id === "b");
+    expect(state.ops(), "a not acknowledged before its settleAfter").not.toContain("ack:a");
+    commit();
+    await state.next((c) => c.op === "release" && c.id === "a");
+    expect([runtime.running, runtime.unsettled]).toEqual([0, 0]);
+  });
 });

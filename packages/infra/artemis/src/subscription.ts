@@ -16,6 +16,7 @@ import {
   type GroupKeySpec,
   groupKeyOf,
   HandlerRuns,
+  once,
   retryHeaders,
   SettlementReport,
   type SettlementVerdict,
@@ -287,8 +288,13 @@ export class ArtemisSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: decoded.redelivered,
     };
-    // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
-    const outcome = await this.handlers.run(this.handler, delivery);
+    // Bounded whatever the handler does: a timeout settles at once, even if it never returns. The
+    // group stays busy until the delivery is settled; the slot frees once the handler returned.
+    const free = once(() => {
+      this.running -= 1;
+      this.pump();
+    });
+    const outcome = await this.handlers.run(this.handler, delivery, undefined, free);
     const context = {
       attempt: decoded.attempt,
       policy: this.deps.retry,
@@ -302,8 +308,8 @@ export class ArtemisSubscription implements Subscription {
       this.settlementFailed(error);
     } finally {
       this.settling.delete(work);
-      this.running -= 1;
       if (pending.group !== undefined) this.busyGroups.delete(pending.group);
+      free();
       this.pump();
     }
   }

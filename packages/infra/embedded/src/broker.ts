@@ -219,6 +219,7 @@ export class Broker {
         this.logger,
       ),
       options.releasesSignal,
+      Math.max(prefetch, concurrency),
     );
     queue.consumers = [...queue.consumers, consumer];
     consumer.sweep = setInterval(() => this.#sweep(consumer), consumer.sweepPeriodMs);
@@ -352,13 +353,17 @@ export class Broker {
       this.#settle(active, { kind: "returned", result });
       return;
     }
+    // The handler's slot goes to the next delivery while this one waits to be settled.
     active.returned = true;
+    active.consumer.settling++;
     const settle = () => this.#settle(active, { kind: "returned", result });
     after.then(settle, settle);
+    this.pump(active.consumer.queue);
   }
 
   #release(active: ActiveDelivery): void {
     active.done = true;
+    if (active.returned === true) active.consumer.settling--;
     active.consumer.active.delete(active);
     if (active.consumer.active.size === 0) active.consumer.sweep?.unref();
     active.consumer.queue.inFlight--;

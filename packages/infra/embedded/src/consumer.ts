@@ -18,6 +18,8 @@ export interface ActiveDelivery {
 /** One `subscribe` call attached to a physical queue. */
 export class Consumer {
   readonly active = new Set<ActiveDelivery>();
+  /** Of `active`, the deliveries whose handler returned and whose `settleAfter` is awaited. */
+  settling = 0;
   closed = false;
   /**
    * One sweep timer per consumer enforces the handler timeout, instead of a timer per delivery: at
@@ -46,6 +48,11 @@ export class Consumer {
     /** Counts each settled delivery and tells the subscriber's `onSettled`. */
     readonly report: SettlementReport,
     releasesSignal = false,
+    /**
+     * Deliveries handed out and not settled yet, at most: the subscription's `prefetch` (never below
+     * `slots`). Only deliveries whose `settleAfter` is awaited go beyond `slots`.
+     */
+    readonly unsettledLimit = slots,
   ) {
     this.shared = handler.length === 1 ? new AbortController() : undefined;
     this.signals = new SignalPool(releasesSignal && this.shared === undefined, slots);
@@ -57,6 +64,7 @@ export class Consumer {
   }
 
   get hasCapacity(): boolean {
-    return !this.closed && this.active.size < this.slots;
+    const active = this.active.size;
+    return !this.closed && active - this.settling < this.slots && active < this.unsettledLimit;
   }
 }

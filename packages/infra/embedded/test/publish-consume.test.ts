@@ -214,3 +214,32 @@ describe("bad input", () => {
     expect(p.counters().published).toBe(1);
   });
 });
+
+describe("settleAfter", () => {
+  it("gives the handler's slot to the next delivery while the first waits to be settled, up to the prefetch", async () => {
+    const p = await connected();
+    let commit: () => void = () => {};
+    const committed = new Promise<void>((resolve) => {
+      commit = resolve;
+    });
+    const started: number[] = [];
+    await p.subscribe(
+      "/queue/settle-after",
+      (d) => {
+        const n = d.message.body as number;
+        started.push(n);
+        return { status: "ACKNOWLEDGED" as const, settleAfter: committed };
+      },
+      { subscription: "s", concurrency: 1, prefetch: 2 },
+    );
+    for (const n of [1, 2, 3]) await p.publish("/queue/settle-after", { body: n });
+    // One handler at a time, but the second runs while the first awaits its settleAfter; the third
+    // waits, since two deliveries are unsettled and the prefetch is 2.
+    await waitFor(() => started.length === 2, "the second delivery to start");
+    expect(started).toEqual([1, 2]);
+    expect(p.counters().acked).toBe(0);
+    commit();
+    await waitFor(() => p.counters().acked === 3, "all three to be acknowledged");
+    expect(started).toEqual([1, 2, 3]);
+  });
+});

@@ -11,6 +11,7 @@ import {
   deadLetterHeaders,
   decideSettlement,
   HandlerRuns,
+  once,
   pauseAfterCopyFailure,
   retryHeaders,
   SettlementReport,
@@ -203,14 +204,15 @@ export class PulsarSubscription implements Subscription {
     while (!this.stopped && this.running < this.settings.concurrency && this.backlog.length > 0) {
       const next = this.backlog.shift() as Pending;
       this.running += 1;
-      void this.handle(next).finally(() => {
+      const free = once(() => {
         this.running -= 1;
         this.pump();
       });
+      void this.handle(next, free).finally(free);
     }
   }
 
-  private async handle(pending: Pending): Promise<void> {
+  private async handle(pending: Pending, free: () => void): Promise<void> {
     const decoded = decodeMessage(pending.message.payload, pending.message.publishTime);
     if ("error" in decoded) {
       await this.settle(pending, undecodableVerdict(decoded.error), undefined);
@@ -224,7 +226,7 @@ export class PulsarSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: pending.message.redeliveryCount > 0,
     };
-    const outcome = await this.handlers.run(this.settings.handler, delivery);
+    const outcome = await this.handlers.run(this.settings.handler, delivery, undefined, free);
     const verdict = decideSettlement(outcome, {
       attempt: decoded.attempt,
       policy: this.settings.policy,

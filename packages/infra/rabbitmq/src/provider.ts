@@ -125,7 +125,7 @@ export function createRabbitMqProvider(
     inFlight: (queue) => {
       let total = 0;
       for (const s of subscriptions)
-        if (s.route.sourceQueue === queue) total += s.runtime.running + s.runtime.waiting;
+        if (s.route.sourceQueue === queue) total += s.runtime.unsettled;
       return total;
     },
   });

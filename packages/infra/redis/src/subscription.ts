@@ -15,6 +15,7 @@ import {
   deadLetterHeaders,
   decideSettlement,
   HandlerRuns,
+  once,
   retryHeaders,
   SettlementReport,
   type SettlementVerdict,
@@ -267,18 +268,21 @@ export class RedisSubscription implements Subscription {
     while (!this.stopped && this.running < this.settings.concurrency && this.backlog.length > 0) {
       const item = this.backlog.shift() as Held;
       this.running += 1;
-      const work = this.handle(item).finally(() => {
+      const free = once(() => {
         this.running -= 1;
-        this.active.delete(work);
         this.pump();
         // A free handler with nothing to run is a reason to read (see `readCount`).
         this.wakeReader();
+      });
+      const work = this.handle(item, free).finally(() => {
+        this.active.delete(work);
+        free();
       });
       this.active.add(work);
     }
   }
 
-  private async handle(item: Held): Promise<void> {
+  private async handle(item: Held, free: () => void): Promise<void> {
     const decoded = decodeEntry(item.raw, item.entryId);
     if ("error" in decoded) {
       await this.settle(item, undecodableVerdict(decoded.error), decoded.headers, true);
@@ -292,7 +296,7 @@ export class RedisSubscription implements Subscription {
       attempt: decoded.attempt,
       redelivered: item.redelivered,
     };
-    const outcome = await this.handlers.run(this.settings.handler, delivery);
+    const outcome = await this.handlers.run(this.settings.handler, delivery, undefined, free);
     const context = {
       attempt: decoded.attempt,
       policy: this.settings.policy,
