@@ -310,6 +310,7 @@ export function createEngineRelayMode<P extends QueueProtocol>(
             hopDeliveries: probe.hops.length,
             // Rows and updates committed during the measurement (about 5 per hop delivery).
             lineageWrites: after.written - before.written,
+            lineageWritesPerHop: (after.written - before.written) / Math.max(1, probe.hops.length),
             lineageLost: after.lost - before.lost,
           },
         };

@@ -320,6 +320,11 @@ export async function engineRound(
     const config = await loadPipelineConfig(relayConfig(mode.adapter), { registry: engine.registry });
     const before = db.lineage.counters();
     const timer = watchTimer();
+    // The process's resident memory, PGlite's worker thread included, sampled every 100 ms.
+    let peakRss = process.memoryUsage.rss();
+    const rssSampler = setInterval(() => {
+      peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    }, 100).unref();
     const loop = performance.eventLoopUtilization();
     const started = performance.now();
     const cpu = process.cpuUsage();
@@ -332,6 +337,7 @@ export async function engineRound(
     const ms = performance.now() - started;
     const cpuMs = cpuMsSince(cpu);
     const late = timer.stop();
+    clearInterval(rssSampler);
     // Time the main thread was busy (process CPU also counts PGlite's worker thread).
     const busyMs = performance.eventLoopUtilization(loop).active;
     if (last?.type !== "completed")
@@ -352,7 +358,10 @@ export async function engineRound(
         timerLateMaxMs: Math.round(late.max),
         timerLateP99Ms: Math.round(late.p99),
         lineageWrites: after.written - before.written,
+        // Per delivery: the seed's one and three per item.
+        lineageWritesPerHop: Number(((after.written - before.written) / (3 * n + 1)).toFixed(2)),
         lineageLost: after.lost - before.lost,
+        peakRssMb: Math.round(peakRss / 2 ** 20),
       },
     };
   } finally {

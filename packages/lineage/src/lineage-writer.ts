@@ -293,7 +293,7 @@ export class LineageWriter {
     if (held !== undefined) {
       // Recorded again while held: the newer row replaces it (keeping a further status).
       keepFurthest(row, held);
-      if (isOpenStatus(row.status)) this.#hold.replace(row);
+      if (isOpenStatus(row.status)) this.#hold.changed(row);
       else this.#settleHeld(row);
       return;
     }
@@ -337,6 +337,7 @@ export class LineageWriter {
     if (held !== undefined) {
       applyChange(held, change);
       if (!isOpenStatus(held.status)) this.#settleHeld(held);
+      else this.#hold.changed(held);
       return;
     }
     // Not yet sent: fold the change into the queued row, so pending→completed costs one write.

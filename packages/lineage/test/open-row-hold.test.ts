@@ -141,3 +141,50 @@ describe.each(dialects)("open rows held back by the writer on $dialect", ({ open
     await store.close();
   });
 });
+
+describe("message rows waiting in a queue", () => {
+  it("holds a pending message row until it runs, then for the hold; a bound releases the oldest", async () => {
+    const released: string[][] = [];
+    const { OpenRowHold } = await import("../src/open-row-hold.js");
+    const { toPendingRow } = await import("../src/lineage-sql.js");
+    const hold = new OpenRowHold(FOREVER, (rows) => released.push(rows.map((r) => r.id)), 10);
+    const exec = uuidv7();
+    const waiting = Array.from({ length: 10 }, () => toPendingRow(row(exec, { kind: "message" })));
+    for (const r of waiting) hold.add(r);
+    expect(hold.size).toBe(10);
+    expect(hold.openOf(exec)).toBe(10);
+    // The eleventh waiting row goes past the bound: the oldest (a tenth of the bound) is written.
+    const extra = toPendingRow(row(exec, { kind: "message" }));
+    hold.add(extra);
+    expect(released).toEqual([[waiting[0]?.id]]);
+    expect(hold.size).toBe(10);
+    // A waiting row that starts running moves to the timed group, still held.
+    const runs = waiting[1] as (typeof waiting)[number];
+    runs.status = "processing";
+    hold.changed(runs);
+    expect(hold.get(runs.id)?.status).toBe("processing");
+    expect(hold.take(runs.id)?.id).toBe(runs.id);
+    expect(hold.size).toBe(9);
+    expect(hold.drain()).toHaveLength(9);
+    expect(hold.size).toBe(0);
+  });
+
+  it("releases a running message row when the hold runs out, but not one still waiting", async () => {
+    const released: string[] = [];
+    const { OpenRowHold } = await import("../src/open-row-hold.js");
+    const { toPendingRow } = await import("../src/lineage-sql.js");
+    const hold = new OpenRowHold(20, (rows) => released.push(...rows.map((r) => r.id)));
+    const exec = uuidv7();
+    const waiting = toPendingRow(row(exec, { kind: "message" }));
+    const running = toPendingRow(row(exec, { kind: "message", status: "processing" }));
+    hold.add(waiting);
+    hold.add(running);
+    for (let i = 0; released.length === 0; i++) {
+      expect(i).toBeLessThan(1000);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(released).toEqual([running.id]);
+    expect(hold.get(waiting.id)?.id).toBe(waiting.id);
+    hold.drain();
+  });
+});
