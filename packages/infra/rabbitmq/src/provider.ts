@@ -124,8 +124,7 @@ export function createRabbitMqProvider(
       ),
     inFlight: (queue) => {
       let total = 0;
-      for (const s of subscriptions)
-        if (s.route.sourceQueue === queue) total += s.runtime.unsettled;
+      for (const s of subscriptions) if (s.route.sourceQueue === queue) total += s.runtime.unsettled;
       return total;
     },
   });
