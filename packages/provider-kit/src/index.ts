@@ -44,5 +44,15 @@ export {
   SubscribeFieldsSchema,
   SubscribeOptionsSchema,
 } from "./subscribe-options.js";
+export type {
+  CopyOutcome,
+  DecodedDelivery,
+  HandBackCause,
+  SettlementCopy,
+  SubscriptionPort,
+  UndecodableDelivery,
+} from "./subscription-port.js";
+export type { SubscriptionRuntimeOptions } from "./subscription-runtime.js";
+export { SubscriptionRuntime } from "./subscription-runtime.js";
 export type { Corkable } from "./turn-cork.js";
 export { TurnCork } from "./turn-cork.js";

@@ -1,5 +1,5 @@
-import { type DeadLetterReason, Headers } from "@factflow/protocols";
-import { deadLetterHeaders, retryHeaders } from "@factflow/provider-kit";
+import { Headers } from "@factflow/protocols";
+import type { SettlementCopy } from "@factflow/provider-kit";
 import type { Message } from "amqplib";
 import { type EncodedMessage, stringHeaders } from "./envelope-codec.js";
 import { retryQueueName } from "./naming.js";
@@ -42,62 +42,31 @@ export function amqpCopy(
 }
 
 /**
- * Publishes the next attempt of a failed delivery, as the kit's verdict says: the same body and
- * headers with `x-delivery-attempt` = `nextAttempt`, into the holding queue of `delayMs` (one queue
- * per distinct delay, so a short delay never waits behind a long one at the queue head), which
- * dead-letters it back to the source queue. Resolves once the broker confirmed the copy.
+ * Publishes a failed delivery's retry or dead-letter copy, as the kit's runtime asks: the same body,
+ * ids and priority with the copy's headers. A retry goes into the holding queue of its delay (one
+ * queue per distinct delay, so a short delay never waits behind a long one at the queue head), which
+ * dead-letters it back to the source queue; a dead letter goes to the dead-letter queue. Resolves
+ * once the broker confirmed the copy.
  */
-export async function publishRetry(
+export async function publishCopy(
   publisher: Publisher,
   topology: Topology,
   route: FailureRoute,
   message: Message,
-  retry: { readonly nextAttempt: number; readonly delayMs: number; readonly lastError: string },
+  copy: SettlementCopy,
 ): Promise<void> {
-  const copy = amqpCopy(message, (headers) => retryHeaders(headers, retry.nextAttempt, retry.lastError));
-  const delay = retry.delayMs;
-  if (delay <= 0) {
-    await publisher.publish(
-      { exchange: "", routingKey: route.sourceQueue, mandatory: true, describe: route.destination },
-      copy,
-    );
-    return;
+  const encoded = amqpCopy(message, () => ({ ...copy.headers }));
+  const delay = copy.kind === "retry" ? copy.verdict.delayMs : 0;
+  let routingKey = route.sourceQueue;
+  let describe = route.destination;
+  if (copy.kind === "dead") {
+    routingKey = route.deadLetterQueue;
+    describe = `${route.destination} (dead letters)`;
+    await topology.ensureQueue(routingKey, describe);
+  } else if (delay > 0) {
+    routingKey = retryQueueName(route.sourceQueue, delay);
+    describe = `${route.destination} (retry in ${delay} ms)`;
+    await topology.declareHoldingQueue(routingKey, delay, "", route.sourceQueue);
   }
-  const holding = retryQueueName(route.sourceQueue, delay);
-  await topology.declareHoldingQueue(holding, delay, "", route.sourceQueue);
-  await publisher.publish(
-    {
-      exchange: "",
-      routingKey: holding,
-      mandatory: true,
-      describe: `${route.destination} (retry in ${delay} ms)`,
-    },
-    copy,
-  );
-}
-
-/** Publishes a failed delivery to its dead-letter queue with the failure headers; resolves once confirmed. */
-export async function publishDeadLetter(
-  publisher: Publisher,
-  topology: Topology,
-  route: FailureRoute,
-  message: Message,
-  reason: DeadLetterReason,
-  lastError: string | undefined,
-): Promise<void> {
-  const origin =
-    route.kind === "topic"
-      ? { destination: route.destination, subscription: route.subscription }
-      : { destination: route.destination };
-  const copy = amqpCopy(message, (headers) => deadLetterHeaders(headers, reason, origin, lastError));
-  await topology.ensureQueue(route.deadLetterQueue, `${route.destination} (dead letters)`);
-  await publisher.publish(
-    {
-      exchange: "",
-      routingKey: route.deadLetterQueue,
-      mandatory: true,
-      describe: `${route.destination} (dead letters)`,
-    },
-    copy,
-  );
+  await publisher.publish({ exchange: "", routingKey, mandatory: true, describe }, encoded);
 }

@@ -124,7 +124,7 @@ export function createRabbitMqProvider(
       ),
     inFlight: (queue) => {
       let total = 0;
-      for (const s of subscriptions) if (s.route.sourceQueue === queue) total += s.inFlight();
+      for (const s of subscriptions) if (s.route.sourceQueue === queue) total += s.runtime.unsettled;
       return total;
     },
   });
@@ -141,7 +141,7 @@ export function createRabbitMqProvider(
         await subscription.attach(live);
       } catch (error) {
         logger.warn("rabbitmq resubscribe failed after reconnect; retrying", {
-          destination: subscription.destination,
+          destination: subscription.route.destination,
           error: error instanceof Error ? error.message : String(error),
         });
         subscription.scheduleReattach(live);
@@ -230,7 +230,7 @@ export function createRabbitMqProvider(
         await topology.declareExchange(target.exchange, destination);
         // Deleting the exchange removed its bindings: restore those of this process's subscriptions.
         for (const subscription of subscriptions) {
-          if (subscription.route.kind === "topic" && subscription.destination === destination) {
+          if (subscription.route.kind === "topic" && subscription.route.destination === destination) {
             await topology.bind(subscription.route.sourceQueue, target.exchange, destination);
           }
         }
@@ -245,10 +245,7 @@ export function createRabbitMqProvider(
       handler: MessageHandler,
       options: ResolvedSubscribeOptions,
     ): Promise<Subscription> {
-      const { target, route, shape, prefetch, concurrency, policy, handlerTimeoutMs } = planSubscription(
-        destination,
-        options,
-      );
+      const { target, route, shape } = planSubscription(destination, options);
       const { sourceQueue } = route;
       /** Declares the subscription's topology; `fresh` ignores what is remembered (something was deleted). */
       const declare = async (fresh = false) => {
@@ -264,41 +261,17 @@ export function createRabbitMqProvider(
       };
       await declare();
       remember(destination, target.kind, options.subscription);
-      const subscription = new RabbitSubscription(
-        {
-          config,
-          connection,
-          publisher,
-          topology,
-          counters,
-          logger,
-          declare,
-          onStop: (s) => subscriptions.delete(s),
-        },
-        {
-          route,
-          handler,
-          prefetch,
-          concurrency,
-          policy,
-          handlerTimeoutMs,
-          releasesSignal: options.releasesSignal,
-          onSettled: options.onSettled,
-        },
-      );
+      const deps = { config, connection, publisher, topology, counters, logger, declare };
+      const onStop = (s: RabbitSubscription) => subscriptions.delete(s);
+      const subscription = new RabbitSubscription({ ...deps, onStop }, route, handler, options);
       declareFor.set(subscription, declare);
       subscriptions.add(subscription);
       try {
-        const live = await connection.waitForConnection(
-          Date.now() + config.publishTimeoutMs,
-          `subscribe to "${destination}"`,
-        );
-        await subscription.attach(live);
+        await subscription.runtime.start();
       } catch (error) {
-        await subscription.unsubscribe();
         throw classifyAmqpError(error, `subscribe to "${destination}"`, config.url);
       }
-      return subscription;
+      return subscription.runtime;
     },
 
     counters() {

@@ -1,5 +1,4 @@
-import type { RetryPolicy } from "@factflow/protocols";
-import { hasGroupKey, type ResolvedSubscribeOptions } from "@factflow/provider-kit";
+import type { ResolvedSubscribeOptions } from "@factflow/provider-kit";
 import type { FailureRoute } from "./failure-router.js";
 import { deadLetterQueueName, resolveDestination, topicSubscriptionQueue } from "./naming.js";
 import type { QueueShape } from "./topology.js";
@@ -9,26 +8,20 @@ export interface SubscribePlan {
   readonly target: ReturnType<typeof resolveDestination>;
   readonly route: FailureRoute;
   readonly shape: QueueShape;
-  readonly prefetch: number;
-  readonly concurrency: number;
-  readonly policy: RetryPolicy;
-  readonly handlerTimeoutMs: number;
 }
 
 /**
  * Maps a subscription (options already validated and defaulted by the kit) onto RabbitMQ: which
  * queue it consumes, where its dead letters go, and the queue arguments it asks for. FIFO means one
- * delivery at a time (prefetch 1, one handler) on a single-active-consumer queue. Message groups
- * (`groupBy`/`groupByHeader`) also use a single-active-consumer queue, so one consumer across every
- * process sees the whole queue in order, but with the full prefetch: the kit's group lanes run
- * different groups side by side and keep each group in order, retries included. Throws
- * `invalid_destination` for a name RabbitMQ cannot carry.
+ * delivery at a time (prefetch 1 and one handler, set by the kit's runtime) on a
+ * single-active-consumer queue. Message groups (`groupBy`/`groupByHeader`) also use a
+ * single-active-consumer queue, so one consumer across every process sees the whole queue in order,
+ * but with the full prefetch: the kit's group lanes run different groups side by side and keep each
+ * group in order, retries included. Throws `invalid_destination` for a name RabbitMQ cannot carry.
  */
 export function planSubscription(destination: string, options: ResolvedSubscribeOptions): SubscribePlan {
   const target = resolveDestination(destination);
   const fifo = options.ordering === "fifo";
-  const grouped = hasGroupKey(options);
-  const serial = fifo && !grouped;
   const shape: QueueShape = {
     ...(options.maxPriority === undefined ? {} : { maxPriority: options.maxPriority }),
     ...(fifo ? { singleActiveConsumer: true } : {}),
@@ -42,13 +35,5 @@ export function planSubscription(destination: string, options: ResolvedSubscribe
     sourceQueue,
     deadLetterQueue: deadLetterQueueName(sourceQueue, target.kind),
   };
-  return {
-    target,
-    route,
-    shape,
-    prefetch: serial ? 1 : options.prefetch,
-    concurrency: serial ? 1 : options.concurrency,
-    policy: options.retry,
-    handlerTimeoutMs: options.handlerTimeoutMs,
-  };
+  return { target, route, shape };
 }

@@ -1,55 +1,33 @@
-import type {
-  Delivery,
-  DurabilityCounters,
-  Logger,
-  MessageHandler,
-  RetryPolicy,
-  SettlementListener,
-  Subscription,
-} from "@factflow/protocols";
+import type { DurabilityCounters, Logger, MessageHandler, ProviderError } from "@factflow/protocols";
 import {
-  decideSettlement,
-  HandlerRuns,
-  once,
-  pauseAfterCopyFailure,
-  SettlementReport,
-  type SettlementVerdict,
-  settleWithin,
-  undecodableVerdict,
+  type DecodedDelivery,
+  type ResolvedSubscribeOptions,
+  type SettlementCopy,
+  type SubscriptionPort,
+  SubscriptionRuntime,
+  type UndecodableDelivery,
 } from "@factflow/provider-kit";
 import type { Channel, ConsumeMessage } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager, LiveConnection } from "./connection-manager.js";
-import { decodeMessage } from "./envelope-codec.js";
-import { type FailureRoute, publishDeadLetter, publishRetry } from "./failure-router.js";
+import { decodeMessage, stringHeaders } from "./envelope-codec.js";
+import { type FailureRoute, publishCopy } from "./failure-router.js";
 import { handBackAndClose } from "./hand-back.js";
 import type { Publisher } from "./publisher.js";
-
-/** Longest one shutdown step (cancel, settling copies, channel close) may wait on the broker. */
-const SHUTDOWN_STEP_MS = 2_000;
+import type { Topology } from "./topology.js";
 
 /** A consumer channel. Settlements are only sent on the attachment a delivery arrived on. */
-interface Attachment {
-  readonly channel: Channel;
-  readonly generation: number;
-  consumerTag: string | undefined;
-  closed: boolean;
-}
-
-interface Pending {
-  readonly message: ConsumeMessage;
-  readonly attachment: Attachment;
-  /** Who the verdict is reported for, once the message is decoded. */
-  settled?: { readonly messageId: string | undefined; readonly attempt: number };
-}
+type Attachment = { readonly channel: Channel; consumerTag?: string; closed: boolean };
+/** One delivery and the channel it arrived on. */
+type Held = { readonly message: ConsumeMessage; readonly attachment: Attachment };
 
 /** What a subscription needs from its provider. */
 export interface SubscriptionDeps {
   readonly config: RabbitMqConfig;
   readonly connection: ConnectionManager;
   readonly publisher: Publisher;
-  readonly topology: import("./topology.js").Topology;
+  readonly topology: Topology;
   readonly counters: DurabilityCounters;
   readonly logger: Logger;
   /** Re-declares the subscription's queues; `fresh` skips what the topology cache remembers. */
@@ -57,109 +35,75 @@ export interface SubscriptionDeps {
   readonly onStop: (subscription: RabbitSubscription) => void;
 }
 
-/** Settings fixed at subscribe time. */
-export interface SubscriptionSettings {
-  readonly route: FailureRoute;
-  readonly handler: MessageHandler;
-  readonly prefetch: number;
-  readonly concurrency: number;
-  readonly policy: RetryPolicy;
-  readonly handlerTimeoutMs: number;
-  /** The subscriber lets go of its signal once it settles (see the kit's `SignalPool`). */
-  readonly releasesSignal?: boolean;
-  /** The subscriber's `onSettled`. */
-  readonly onSettled?: SettlementListener | undefined;
-}
-
 /**
- * One consumer on one AMQP queue, on its own channel. Runs at most `concurrency` handlers, keeps the
- * rest of the prefetched deliveries in arrival order, and settles each by the handler's return:
- * ack, retry copy (confirmed, then ack), dead-letter copy (confirmed, then ack) or nack-requeue for
- * an incomplete handler. A settlement meant for a channel that has since closed is withheld and
- * counted as `superseded`: the broker has already put that delivery back.
+ * One consumer on one AMQP queue, on its own channel: the RabbitMQ port of the kit's
+ * `SubscriptionRuntime` (which runs the handlers, decides and reports settlements); the prefetch is
+ * the flow control. A delivery is settled only on the channel it arrived on: once that channel
+ * closed, the broker has put it back (`isCurrent` false). A channel closed under a live connection
+ * (often: its queue was deleted) is re-declared and re-attached with backoff; after a reconnect the
+ * provider re-attaches every subscription.
  */
-export class RabbitSubscription implements Subscription {
-  readonly destination: string;
-  readonly name: string;
+export class RabbitSubscription implements SubscriptionPort<Held> {
+  readonly runtime: SubscriptionRuntime<Held>;
   private attachment: Attachment | undefined;
-  private backlog: Pending[] = [];
-  private running = 0;
+  private deliver: ((delivery: Held, redelivered: boolean) => void) | undefined;
   private stopped = false;
-  /** Running handlers, whose timeouts share one timer. */
-  private readonly handlers: HandlerRuns;
-  private readonly settling = new Set<Promise<void>>();
+  /** The provider closes the whole connection, which cancels and requeues by itself. */
+  private connectionClosing = false;
   private retryTimer: NodeJS.Timeout | undefined;
-  /** Counts and reports each settled delivery. */
-  private readonly report: SettlementReport;
 
   constructor(
     private readonly deps: SubscriptionDeps,
-    private readonly settings: SubscriptionSettings,
+    readonly route: FailureRoute,
+    handler: MessageHandler,
+    options: ResolvedSubscribeOptions,
   ) {
-    this.destination = settings.route.destination;
-    this.handlers = new HandlerRuns({
-      timeoutMs: settings.handlerTimeoutMs,
-      releasesSignal: settings.releasesSignal === true,
-      concurrency: settings.concurrency,
+    this.runtime = new SubscriptionRuntime({
+      provider: "rabbitmq",
+      destination: route.destination,
+      handler,
+      options,
+      port: this,
+      counters: deps.counters,
+      logger: deps.logger,
+      onStop: () => deps.onStop(this),
     });
-    this.name = settings.route.subscription;
-    this.report = new SettlementReport(deps.counters, this, settings.onSettled, deps.logger);
   }
 
-  get route(): FailureRoute {
-    return this.settings.route;
-  }
-
-  /** Deliveries received and not settled yet (running or waiting for a handler slot). */
-  inFlight(): number {
-    return this.running + this.backlog.length;
+  async receive(deliver: (delivery: Held, redelivered: boolean) => void): Promise<void> {
+    this.deliver = deliver;
+    const { connection, config } = this.deps;
+    const describe = `subscribe to "${this.route.destination}"`;
+    await this.attach(await connection.waitForConnection(Date.now() + config.publishTimeoutMs, describe));
   }
 
   /** Opens a channel on `live` and starts consuming; resolves once the broker registered the consumer. */
   async attach(live: LiveConnection): Promise<void> {
-    if (this.stopped) return;
+    const deliver = this.deliver;
+    if (this.stopped || deliver === undefined) return;
     const channel = await live.model.createChannel();
-    const attachment: Attachment = {
-      channel,
-      generation: live.generation,
-      consumerTag: undefined,
-      closed: false,
-    };
-    channel.on("error", (error: Error) => {
-      this.deps.logger.warn("rabbitmq consumer channel error", {
-        destination: this.destination,
-        error: classifyAmqpError(error, "consumer channel", this.deps.config.url).message,
-      });
-    });
-    channel.on("close", () => this.detached(attachment));
+    const attachment: Attachment = { channel, closed: false };
+    channel.on("error", (error: Error) => this.warn("consumer channel error", "consumer channel", error));
+    channel.on("close", () => this.detached(attachment, live));
     this.attachment = attachment;
-    await channel.prefetch(this.settings.prefetch);
-    const ok = await channel.consume(
-      this.settings.route.sourceQueue,
-      (message) => {
-        if (message === null) {
-          // The broker cancelled the consumer (queue deleted): re-declare and consume again.
-          void channel.close().catch(() => {});
-          return;
-        }
-        this.received(message, attachment);
-      },
-      { noAck: false },
-    );
+    await channel.prefetch(this.runtime.prefetch);
+    const consume = (message: ConsumeMessage | null) => {
+      // Null: the broker cancelled the consumer (queue deleted): re-declare and consume again.
+      if (message === null) void channel.close().catch(() => {});
+      else if (!attachment.closed) deliver({ message, attachment }, message.fields.redelivered);
+    };
+    const ok = await channel.consume(this.route.sourceQueue, consume, { noAck: false });
     attachment.consumerTag = ok.consumerTag;
   }
 
-  private detached(attachment: Attachment): void {
+  private detached(attachment: Attachment, live: LiveConnection): void {
     attachment.closed = true;
-    // Deliveries of a closed channel are back in the queue; drop our copies unhandled.
-    this.backlog = this.backlog.filter((p) => p.attachment !== attachment);
+    // Deliveries of a closed channel are back in the queue; drop the waiting ones unhandled.
+    this.runtime.dropStale();
     if (this.attachment !== attachment) return;
     this.attachment = undefined;
-    if (this.stopped) return;
-    const live = this.deps.connection.current();
     // On a lost connection the provider re-attaches every subscription after reconnecting.
-    if (live === undefined || live.generation !== attachment.generation) return;
-    this.scheduleReattach(live);
+    if (!this.stopped && this.deps.connection.current() === live) this.scheduleReattach(live);
   }
 
   /** Re-declares and re-attaches after a short backoff, retrying until it works or the connection changes. */
@@ -172,126 +116,70 @@ export class RabbitSubscription implements Subscription {
         .declare(true)
         .then(() => this.attach(live))
         .catch((error: unknown) => {
-          this.deps.logger.warn("rabbitmq re-subscribe failed; retrying", {
-            destination: this.destination,
-            error: error instanceof Error ? error.message : String(error),
-          });
+          this.warn("re-subscribe failed; retrying", "re-subscribe", error);
           if (this.attachment?.closed !== false) this.attachment = undefined;
           this.scheduleReattach(live, Math.min(delayMs * 2, this.deps.config.reconnectMaxDelayMs));
         });
     }, delayMs);
   }
 
-  private received(message: ConsumeMessage, attachment: Attachment): void {
-    if (this.stopped || attachment.closed) return;
-    if (message.fields.redelivered) this.deps.counters.redelivered += 1;
-    this.backlog.push({ message, attachment });
-    this.pump();
+  /**
+   * The runtime's stop; with `connectionClosing` (the provider closes the connection next, which
+   * cancels and requeues by itself) without the per-channel round trips a stalled broker may not answer.
+   */
+  stop(connectionClosing: boolean): Promise<void> {
+    this.connectionClosing ||= connectionClosing;
+    return this.runtime.unsubscribe();
   }
 
-  private pump(): void {
-    while (!this.stopped && this.running < this.settings.concurrency && this.backlog.length > 0) {
-      const next = this.backlog.shift()!;
-      this.running += 1;
-      const free = once(() => {
-        this.running -= 1;
-        this.pump();
-      });
-      void this.handle(next, free).finally(free);
-    }
+  async stopReceiving(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    const open = this.open();
+    if (open?.consumerTag !== undefined) await open.channel.cancel(open.consumerTag);
   }
 
-  private async handle(pending: Pending, free: () => void): Promise<void> {
-    const { message } = pending;
+  /** The live channel, unless the provider closes the connection (which cancels and requeues by itself). */
+  private open(): Attachment | undefined {
+    return this.connectionClosing || this.attachment?.closed !== false ? undefined : this.attachment;
+  }
+
+  decode({ message }: Held): DecodedDelivery | UndecodableDelivery {
     const decoded = decodeMessage(message);
-    const isTopic = this.settings.route.kind === "topic";
-    if ("error" in decoded) {
-      pending.settled = { messageId: undefined, attempt: 1 };
-      await this.settle(pending, undecodableVerdict(decoded.error), true);
-      return;
-    }
-    pending.settled = { messageId: decoded.envelope.id, attempt: decoded.attempt };
-    const delivery: Delivery = {
-      message: decoded.envelope,
-      destination: this.destination as Delivery["destination"],
-      subscription: this.name,
-      attempt: decoded.attempt,
-      redelivered: message.fields.redelivered,
-    };
-    // Bounded whatever the handler does: a timeout settles at once, even if it never returns.
-    const outcome = await this.handlers.run(this.settings.handler, delivery, undefined, free);
-    const context = { attempt: decoded.attempt, policy: this.settings.policy, isTopic };
-    await this.settle(pending, decideSettlement(outcome, context));
+    return "error" in decoded ? { error: decoded.error, headers: stringHeaders(message) } : decoded;
   }
 
-  private isCurrent(pending: Pending): boolean {
-    return !pending.attachment.closed && this.attachment === pending.attachment;
+  isCurrent(held: Held): boolean {
+    return !held.attachment.closed && this.attachment === held.attachment;
   }
 
-  /** Carries out the kit's verdict on the delivery's own channel. */
-  private async settle(pending: Pending, verdict: SettlementVerdict, undecodable = false): Promise<void> {
-    if (!this.isCurrent(pending)) {
-      if (verdict.kind !== "hand-back") this.deps.counters.superseded += 1;
-      return;
-    }
-    if (verdict.kind === "ack" || verdict.kind === "hand-back") {
-      if (this.send(pending, verdict.kind === "ack" ? "ack" : "requeue")) this.reported(pending, verdict);
-      return;
-    }
-    const work = this.forward(pending, verdict, undecodable);
-    this.settling.add(work);
-    try {
-      await work;
-    } finally {
-      this.settling.delete(work);
-    }
+  ack(held: Held): boolean {
+    return this.send(held, "ack");
   }
 
-  /** Retry or dead letter: publish the copy, and ack the original only once the copy is confirmed. */
-  private async forward(
-    pending: Pending,
-    verdict: Extract<SettlementVerdict, { kind: "retry" | "dead" }>,
-    undecodable: boolean,
-  ): Promise<void> {
-    const { route } = this.settings;
-    const { publisher, topology, counters } = this.deps;
-    try {
-      if (verdict.kind === "retry") {
-        await publishRetry(publisher, topology, route, pending.message, verdict);
-      } else {
-        await publishDeadLetter(
-          publisher,
-          topology,
-          route,
-          pending.message,
-          verdict.reason,
-          verdict.lastError,
-        );
-      }
-    } catch (error) {
-      // No confirmed copy: keep the original, the broker hands it out again.
-      this.deps.logger.warn(
-        "rabbitmq could not publish the retry/dead-letter copy; requeueing the original",
-        {
-          destination: this.destination,
-          error: error instanceof Error ? error.message : String(error),
-        },
-      );
-      await pauseAfterCopyFailure();
-      if (this.isCurrent(pending)) this.send(pending, "requeue");
-      return;
-    }
-    // If the channel died meanwhile, the copy exists and the broker also redelivers the original:
-    // a duplicate, never a loss.
-    if (!this.isCurrent(pending)) {
-      counters.superseded += 1;
-      return;
-    }
-    if (this.send(pending, "ack")) this.reported(pending, verdict, undecodable);
+  handBack(held: Held): boolean {
+    return this.send(held, "requeue");
   }
 
-  private reported(pending: Pending, verdict: SettlementVerdict, undecodable = false): void {
-    this.report.settled(verdict, pending.settled ?? { messageId: undefined, attempt: 1 }, undecodable);
+  async publishCopy(held: Held, copy: SettlementCopy): Promise<"confirmed"> {
+    await publishCopy(this.deps.publisher, this.deps.topology, this.route, held.message, copy);
+    return "confirmed";
+  }
+
+  classifyError(error: unknown, operation: string): ProviderError {
+    return classifyAmqpError(error, operation, this.deps.config.url);
+  }
+
+  /** Puts back what the channel still holds and closes it (nothing when the connection closes). */
+  async close(): Promise<void> {
+    const open = this.open();
+    this.attachment = undefined;
+    if (open !== undefined) await handBackAndClose(open.channel, this.route.sourceQueue);
+  }
+
+  private warn(what: string, operation: string, error: unknown): void {
+    const { message } = this.classifyError(error, operation);
+    this.deps.logger.warn(`rabbitmq ${what}`, { destination: this.route.destination, error: message });
   }
 
   /**
@@ -299,50 +187,14 @@ export class RabbitSubscription implements Subscription {
    * (the close event may not have arrived yet) throws; the settlement is then withheld, the broker
    * having already put the delivery back.
    */
-  private send(pending: Pending, kind: "ack" | "requeue"): boolean {
+  private send({ message, attachment }: Held, kind: "ack" | "requeue"): boolean {
     try {
-      if (kind === "ack") pending.attachment.channel.ack(pending.message);
-      else pending.attachment.channel.nack(pending.message, false, true);
+      if (kind === "ack") attachment.channel.ack(message);
+      else attachment.channel.nack(message, false, true);
       return true;
     } catch {
-      pending.attachment.closed = true;
-      if (kind === "ack") this.deps.counters.superseded += 1;
+      attachment.closed = true;
       return false;
-    }
-  }
-
-  /** Stops consuming: aborts handlers, waits for copies being confirmed, closes the channel (requeueing the rest). */
-  unsubscribe(): Promise<void> {
-    return this.stop(false);
-  }
-
-  /**
-   * Stops the subscription. With `connectionClosing` the provider is about to close the whole
-   * connection, which cancels the consumer and requeues unacked deliveries by itself, so the
-   * per-channel round trips (each one a wait on a possibly stalled broker) are skipped.
-   */
-  async stop(connectionClosing: boolean): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    clearTimeout(this.retryTimer);
-    this.deps.onStop(this);
-    const attachment = this.attachment;
-    const open = attachment !== undefined && !attachment.closed;
-    // Cancel first, so the broker stops handing out deliveries while handlers wind down.
-    if (!connectionClosing && open && attachment.consumerTag !== undefined) {
-      await settleWithin(attachment.channel.cancel(attachment.consumerTag), SHUTDOWN_STEP_MS);
-    }
-    this.handlers.abortAll(new Error("subscription closed"));
-    // Copies being confirmed get a moment to finish, so their originals are acked rather than
-    // redelivered as duplicates; a stalled broker cannot hold the shutdown hostage.
-    await settleWithin(Promise.allSettled([...this.settling]), SHUTDOWN_STEP_MS);
-    this.backlog = [];
-    this.attachment = undefined;
-    if (!connectionClosing && open) {
-      await settleWithin(
-        handBackAndClose(attachment.channel, this.settings.route.sourceQueue),
-        SHUTDOWN_STEP_MS,
-      );
     }
   }
 }
