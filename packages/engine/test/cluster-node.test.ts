@@ -1,8 +1,16 @@
 import { adapters as builtins } from "@factflow/adapters";
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
 import { openMemoryLineageDatabase } from "@factflow/lineage";
-import type { AdapterDefinition, ExecutionStoreProtocol, JsonValue } from "@factflow/protocols";
+import type {
+  AdapterDefinition,
+  ExecutionStoreProtocol,
+  JsonValue,
+  LineageRow,
+  Logger,
+  QueueProtocol,
+} from "@factflow/protocols";
 import { afterEach, describe, expect, it } from "vitest";
+import { uuidv7 } from "../src/ids.js";
 import { createEngine, type Engine, loadPipelineConfig } from "../src/index.js";
 import { memoryStorage, waitFor } from "./harness.js";
 
@@ -25,7 +33,10 @@ function memoryClusterStore(executions: ExecutionStoreProtocol) {
 
 /** Which server's sink handled which item. */
 const sunk: { server: string; item: JsonValue }[] = [];
-const gate = { open: true };
+/** Closed: the sinks wait (of server `only` alone, when set), holding their deliveries. */
+const gate: { open: boolean; only?: string } = { open: true };
+/** Sink deliveries each server has started. */
+const entered = new Map<string, number>();
 
 function sinkOf(server: string): AdapterDefinition {
   return {
@@ -34,7 +45,8 @@ function sinkOf(server: string): AdapterDefinition {
     create: () => ({
       type: "cluster-sink",
       async process(ctx) {
-        while (!gate.open) {
+        entered.set(server, (entered.get(server) ?? 0) + 1);
+        while (!gate.open && (gate.only === undefined || gate.only === server)) {
           if (ctx.signal.aborted) throw ctx.signal.reason;
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
@@ -65,6 +77,8 @@ afterEach(async () => {
   engines = [];
   sunk.length = 0;
   gate.open = true;
+  delete gate.only;
+  entered.clear();
 });
 
 async function cluster(size: number) {
@@ -172,5 +186,211 @@ describe("cluster takeover: the broker's part", () => {
     await engine.cluster?.start();
     await waitFor(() => claimed.length === 2, "both dead servers claimed");
     expect(claimed).toEqual(["dead-1", "dead-2"]);
+  });
+});
+
+/** Log lines of one engine, each with the time it was written; `on` sees each as it is written. */
+function recordingLogger(on?: (message: string) => void) {
+  const lines: { level: string; message: string; fields: Record<string, unknown>; at: number }[] = [];
+  const logger: Logger = {
+    debug: (message, fields = {}) => write("debug", message, fields),
+    info: (message, fields = {}) => write("info", message, fields),
+    warn: (message, fields = {}) => write("warn", message, fields),
+    error: (message, fields = {}) => write("error", message, fields),
+    child: () => logger,
+  };
+  function write(level: string, message: string, fields: Record<string, unknown>): void {
+    lines.push({ level, message, fields, at: Date.now() });
+    on?.(message);
+  }
+  const find = (part: string) => lines.filter((l) => l.message.includes(part));
+  return { logger, lines, find };
+}
+
+const QUIET = "takeover: the broker holds nothing for the execution";
+const REPUBLISH = "messages a dead server left open";
+
+/**
+ * A taker (`s0`) and another live server (`s1`) on one embedded broker and one lineage store. The
+ * taker's store hands it the dead server `dead` once `killed()` was called, and counts its polls.
+ */
+async function takeoverCluster(options: {
+  settleMs?: number;
+  queue?: (queue: QueueProtocol) => QueueProtocol;
+  onLog?: (message: string) => void;
+}) {
+  const broker = createEmbeddedProvider({ mode: "memory" });
+  await broker.connect();
+  const queue = options.queue?.(broker) ?? broker;
+  const db = openMemoryLineageDatabase();
+  const expired: string[] = [];
+  const polls = { sinceTakeover: 0, tookOver: false };
+  const log = recordingLogger(options.onLog);
+  const base = memoryClusterStore(db.executions);
+  const takerStore = {
+    ...base,
+    claimExpiredNodes: async () => {
+      const dead = expired.splice(0);
+      if (dead.length > 0) polls.tookOver = true;
+      return dead;
+    },
+    runningExecutionIds: async () => {
+      if (polls.tookOver) polls.sinceTakeover++;
+      return base.runningExecutionIds();
+    },
+  };
+  for (const [i, store] of [takerStore, base].entries()) {
+    const engine = createEngine({
+      queue,
+      lineage: db.lineage,
+      executions: db.executions,
+      storage: memoryStorage(),
+      adapters: [...builtins, sinkOf(`s${i}`)],
+      ...(i === 0 ? { logger: log.logger } : {}),
+      cluster: {
+        nodeId: `s${i}`,
+        store,
+        pollMs: 30,
+        ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
+      },
+    });
+    await engine.cluster?.start();
+    engines.push(engine);
+  }
+  const config = await loadPipelineConfig(yaml, { registry: engines[0]!.registry });
+  return { db, config, log, polls, killed: () => expired.push("dead") };
+}
+
+/**
+ * What a server killed after acknowledging a sink delivery and before its closing write committed
+ * leaves: the message row open (with its payload) and its invocation's adapter row open, and nothing
+ * on the broker.
+ */
+function leftOpen(lineage: { record(row: LineageRow): void }, executionId: string, item: string): string {
+  const messageId = uuidv7();
+  const common = { executionId, route: "sink", messageId, correlationId: messageId, attempt: 1 };
+  const startedAt = new Date().toISOString();
+  lineage.record({
+    ...common,
+    id: messageId,
+    kind: "message",
+    status: "pending",
+    startedAt,
+    payload: { item },
+  });
+  lineage.record({
+    ...common,
+    id: uuidv7(),
+    kind: "adapter",
+    adapter: "cluster-sink",
+    adapterIndex: 0,
+    status: "processing",
+    startedAt,
+  });
+  return messageId;
+}
+
+const itemsOf = (n: number) => Array.from({ length: n }, (_, i) => `i${i}`);
+
+describe("cluster takeover: re-publishing what a dead server left open", () => {
+  it("waits while the broker holds a delivery of another live server, then re-publishes once the rows stay the same for the settle time", async () => {
+    const settleMs = 300;
+    const { db, config, log, polls, killed } = await takeoverCluster({ settleMs });
+    gate.open = false;
+    const record = await engines[0]!.service.create({ config, input: { items: itemsOf(20) } });
+    await waitFor(() => (entered.get("s1") ?? 0) > 0, "s1 holds a sink delivery");
+    // From here only s1 waits, holding what it took.
+    gate.only = "s1";
+    leftOpen(db.lineage, record.id, "ghost");
+    killed();
+    // Everything but what s1 holds is sunk, so the taker itself is idle; three polls later the
+    // broker still counts s1's deliveries in flight, and nothing was re-published.
+    await waitFor(() => sunk.length === 20 - (entered.get("s1") ?? 0), "the taker sank the rest");
+    const from = polls.sinceTakeover;
+    await waitFor(() => polls.sinceTakeover >= from + 3, "three more polls");
+    expect(log.find(QUIET)).toHaveLength(0);
+    expect(log.find(REPUBLISH)).toHaveLength(0);
+
+    gate.open = true;
+    await waitFor(
+      async () => (await db.executions.getExecution(record.id))?.status !== "running",
+      "the execution ended",
+      30_000,
+    );
+    expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
+    const items = sunk.map((s) => s.item);
+    expect(items.filter((i) => i === "ghost")).toHaveLength(1);
+    expect(new Set(items)).toEqual(new Set([...itemsOf(20), "ghost"]));
+    expect(items).toHaveLength(21);
+    const quiet = log.find(QUIET);
+    const republish = log.find(REPUBLISH);
+    expect(republish.map((l) => l.message)).toEqual([`re-publishing 1 ${REPUBLISH}`]);
+    expect(quiet.length).toBeGreaterThanOrEqual(1);
+    expect(republish[0]!.at - quiet.at(-1)!.at).toBeGreaterThanOrEqual(settleMs);
+    // The dead invocation's row was closed before the re-publish.
+    const adapters = await db.lineage.rows(record.id, { kind: "adapter", status: "abandoned" });
+    expect(adapters.items).toHaveLength(1);
+  });
+
+  it("starts the settle time again when an open row changes", async () => {
+    const settleMs = 300;
+    const ctx: { lineage?: { record(row: LineageRow): void }; executionId?: string; second?: string } = {};
+    const { db, config, log, killed } = await takeoverCluster({
+      settleMs,
+      // A row changes during the first settle time: recorded while the first quiet look is logged.
+      onLog: (message) => {
+        if (message.startsWith(QUIET) && ctx.second === undefined && ctx.lineage && ctx.executionId)
+          ctx.second = leftOpen(ctx.lineage, ctx.executionId, "ghost-2");
+      },
+    });
+    gate.open = false;
+    const record = await engines[0]!.service.create({ config, input: { items: itemsOf(4) } });
+    await waitFor(() => (entered.get("s0") ?? 0) + (entered.get("s1") ?? 0) > 0, "a sink delivery started");
+    leftOpen(db.lineage, record.id, "ghost-1");
+    Object.assign(ctx, { lineage: db.lineage, executionId: record.id });
+    gate.open = true;
+    killed();
+    await waitFor(
+      async () => (await db.executions.getExecution(record.id))?.status !== "running",
+      "the execution ended",
+      30_000,
+    );
+    expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
+    const quiet = log.find(QUIET);
+    const republish = log.find(REPUBLISH);
+    expect(quiet).toHaveLength(2);
+    expect(republish.map((l) => l.message)).toEqual([`re-publishing 2 ${REPUBLISH}`]);
+    expect(republish[0]!.at - quiet[1]!.at).toBeGreaterThanOrEqual(settleMs);
+    const items = sunk.map((s) => s.item);
+    expect(items.filter((i) => i === "ghost-1" || i === "ghost-2").sort()).toEqual(["ghost-1", "ghost-2"]);
+    expect(items).toHaveLength(6);
+  });
+
+  it("settles for 2 s by default where the stats are broker-wide, else for the longer of 5 s and twice the longest retry delay", async () => {
+    for (const brokerWideStats of [true, false]) {
+      const { db, config, log, killed } = await takeoverCluster({
+        queue: (queue) =>
+          new Proxy(queue, {
+            get: (target, key) =>
+              key === "capabilities"
+                ? { ...target.capabilities, brokerWideStats }
+                : Reflect.get(target, key, target),
+          }),
+      });
+      gate.open = false;
+      const record = await engines[0]!.service.create({ config, input: { items: itemsOf(2) } });
+      await waitFor(() => (entered.get("s0") ?? 0) + (entered.get("s1") ?? 0) > 0, "a sink delivery started");
+      leftOpen(db.lineage, record.id, "ghost");
+      gate.open = true;
+      killed();
+      const [quiet] = await waitFor(() => {
+        const found = log.find(QUIET);
+        return found.length > 0 ? found : undefined;
+      }, "the first quiet look");
+      const maxDelay = record.configSnapshot.settings.retry.max_delay_ms;
+      expect(quiet!.fields.settleMs).toBe(brokerWideStats ? 2000 : Math.max(5000, 2 * maxDelay));
+      for (const engine of engines) await engine.shutdown({ cancel: true });
+      engines = [];
+    }
   });
 });
