@@ -224,7 +224,8 @@ async function takeoverCluster(options: {
   const queue = options.queue?.(broker) ?? broker;
   const db = openMemoryLineageDatabase();
   const expired: string[] = [];
-  const polls = { sinceTakeover: 0, tookOver: false };
+  const silent: string[] = [];
+  const polls = { sinceTakeover: 0, tookOver: false, all: 0 };
   const log = recordingLogger(options.onLog);
   const base = memoryClusterStore(db.executions);
   const takerStore = {
@@ -235,9 +236,11 @@ async function takeoverCluster(options: {
       return dead;
     },
     runningExecutionIds: async () => {
+      polls.all++;
       if (polls.tookOver) polls.sinceTakeover++;
       return base.runningExecutionIds();
     },
+    silentNodes: async () => [...silent],
   };
   for (const [i, store] of [takerStore, base].entries()) {
     const engine = createEngine({
@@ -258,7 +261,19 @@ async function takeoverCluster(options: {
     engines.push(engine);
   }
   const config = await loadPipelineConfig(yaml, { registry: engines[0]!.registry });
-  return { db, config, log, polls, killed: () => expired.push("dead") };
+  return {
+    db,
+    config,
+    log,
+    polls,
+    /** The dead server misses its heartbeats; its lease still runs. */
+    silenced: () => silent.push("dead"),
+    /** Its lease expired: the taker claims it at its next poll. */
+    killed: () => {
+      silent.length = 0;
+      expired.push("dead");
+    },
+  };
 }
 
 /**
@@ -364,6 +379,42 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
     const items = sunk.map((s) => s.item);
     expect(items.filter((i) => i === "ghost-1" || i === "ghost-2").sort()).toEqual(["ghost-1", "ghost-2"]);
     expect(items).toHaveLength(6);
+  });
+
+  it("counts the quiet seen while a server is silent towards the settle time, and closes or re-publishes nothing before its lease is claimed", async () => {
+    const settleMs = 300;
+    const { db, config, log, polls, silenced, killed } = await takeoverCluster({ settleMs });
+    gate.open = false;
+    const record = await engines[0]!.service.create({ config, input: { items: itemsOf(4) } });
+    await waitFor(() => (entered.get("s0") ?? 0) + (entered.get("s1") ?? 0) > 0, "a sink delivery started");
+    leftOpen(db.lineage, record.id, "ghost");
+    gate.open = true;
+    await waitFor(() => sunk.length === 4, "the four items sunk");
+    silenced();
+    const [quiet] = await waitFor(() => {
+      const found = log.find(QUIET);
+      return found.length > 0 ? found : undefined;
+    }, "a quiet look while the server is silent");
+    // The settle time has passed and two more polls looked: still nothing closed or re-published.
+    await waitFor(() => Date.now() - quiet!.at >= settleMs, "the settle time");
+    const from = polls.all;
+    await waitFor(() => polls.all >= from + 2, "two more polls");
+    expect(log.find(REPUBLISH)).toHaveLength(0);
+    expect((await db.lineage.rows(record.id, { kind: "adapter", status: "abandoned" })).items).toHaveLength(
+      0,
+    );
+
+    killed();
+    await waitFor(
+      async () => (await db.executions.getExecution(record.id))?.status !== "running",
+      "the execution ended",
+      30_000,
+    );
+    expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
+    // Re-published at the first look after the claim, on the quiet seen before it.
+    expect(log.find(QUIET)).toHaveLength(1);
+    expect(log.find(REPUBLISH).map((l) => l.message)).toEqual([`re-publishing 1 ${REPUBLISH}`]);
+    expect(sunk.map((s) => s.item).filter((i) => i === "ghost")).toHaveLength(1);
   });
 
   it("settles for 2 s by default where the stats are broker-wide, else for the longer of 5 s and twice the longest retry delay", async () => {

@@ -23,6 +23,11 @@ interface ClusterStore {
   /** Removes the expired leases and returns their servers; each is handed to one caller only. */
   claimExpiredNodes(): Promise<string[]>;
   adoptExecutions(fromNode: string, toNode: string): Promise<string[]>;
+  /**
+   * Servers whose lease still runs but whose last heartbeat is older than `silentMs`. Optional:
+   * without it, watching for a takeover starts only once a lease has expired.
+   */
+  silentNodes?(silentMs: number): Promise<string[]>;
   setExecutionOwner(executionId: string, nodeId: string): Promise<void>;
   runningExecutionIds(): Promise<string[]>;
 }
@@ -62,6 +67,11 @@ interface Services {
 
 /** An execution a dead server took part in, watched until it completes or is found stuck. */
 interface Watch {
+  /**
+   * True once a dead server's lease was claimed; before that (a server fell silent, its lease still
+   * runs) the execution is only watched for quiet, and nothing is closed or re-published.
+   */
+  armed: boolean;
   /**
    * The open rows (id, status and attempt of each) seen with nothing on the broker, and since when;
    * undefined once anything moved. Any change of a row means something still works on the execution.
@@ -118,6 +128,10 @@ export class ClusterNode {
   #tick: Promise<void> | undefined;
   #beat: Promise<void> | undefined;
   #stopped = false;
+  /** Interval of the lease renewals (heartbeats). */
+  get #beatMs(): number {
+    return Math.max(50, Math.floor(this.#leaseMs / 4));
+  }
 
   constructor(options: ClusterOptions, services: Services) {
     this.nodeId = options.nodeId;
@@ -132,7 +146,7 @@ export class ClusterNode {
     await this.#options.store.heartbeatNode(this.nodeId, this.#leaseMs);
     // The lease is renewed on its own timer: a discovery pass that takes long (many executions, a
     // slow database) must never let a live server's lease run out and get it taken over.
-    this.#heartbeatTimer = setInterval(() => this.#renew(), Math.max(50, Math.floor(this.#leaseMs / 4)));
+    this.#heartbeatTimer = setInterval(() => this.#renew(), this.#beatMs);
     this.#heartbeatTimer.unref();
     await this.#run();
     this.#timer = setInterval(() => void this.#run(), this.#pollMs);
@@ -205,8 +219,20 @@ export class ClusterNode {
         watchedExecutions: running.length,
       });
       // It consumed every running execution, so any of them may hold what it left behind.
+      for (const id of running) {
+        const watch = this.#watch.get(id);
+        if (watch === undefined) this.#watch.set(id, { armed: true, quiet: undefined, timer: undefined });
+        else watch.armed = true;
+      }
+    }
+    // A server that missed two heartbeats is likely dead: the quiet its executions keep from now on
+    // counts towards the settle time, so a takeover at its lease expiry need not wait it out again.
+    const silent = (await store.silentNodes?.(2 * this.#beatMs))?.filter((n) => n !== this.nodeId) ?? [];
+    if (silent.length > 0) {
       for (const id of running)
-        if (!this.#watch.has(id)) this.#watch.set(id, { quiet: undefined, timer: undefined });
+        if (!this.#watch.has(id)) this.#watch.set(id, { armed: false, quiet: undefined, timer: undefined });
+    } else {
+      for (const [id, watch] of this.#watch) if (!watch.armed) this.#unwatch(id);
     }
     if (this.#stopped) return;
     const now = Date.now();
@@ -322,7 +348,7 @@ export class ClusterNode {
     // The dead server's lease has expired, so whatever it held unacknowledged has gone back to the
     // broker: an invocation row it left open beside a message that settled since is closed at once,
     // without waiting for the settle time (which only the re-publish below still needs).
-    if ((await service.closeInvocationsOfSettledMessages(executionId, open)) > 0) {
+    if (watch.armed && (await service.closeInvocationsOfSettledMessages(executionId, open)) > 0) {
       manager.get(executionId)?.nudgeCompletion();
       watch.quiet = undefined;
       return;
@@ -351,7 +377,7 @@ export class ClusterNode {
       });
       return;
     }
-    if (now - watch.quiet.since < settleMs) return;
+    if (now - watch.quiet.since < settleMs || !watch.armed) return;
     watch.quiet = undefined;
     await service.closeDeadInvocations(executionId);
     const { messages, missing } = await openMessageRows(lineage, executionId);
