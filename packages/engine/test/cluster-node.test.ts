@@ -388,6 +388,9 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
     const record = await engines[0]!.service.create({ config, input: { items: itemsOf(4) } });
     await waitFor(() => (entered.get("s0") ?? 0) + (entered.get("s1") ?? 0) > 0, "a sink delivery started");
     leftOpen(db.lineage, record.id, "ghost");
+    // And an invocation that died beside a message another server settled: closed at the claim.
+    const settled = leftOpen(db.lineage, record.id, "settled elsewhere");
+    db.lineage.update(settled, { status: "completed", finishedAt: new Date().toISOString() });
     gate.open = true;
     await waitFor(() => sunk.length === 4, "the four items sunk");
     silenced();
@@ -411,7 +414,9 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
       30_000,
     );
     expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
-    // Re-published at the first look after the claim, on the quiet seen before it.
+    // Re-published at the first look after the claim, on the quiet seen before it: closing the dead
+    // invocation at the claim did not start the settle time again.
+    expect(log.find("closed 1 adapter rows a dead server left beside settled messages")).toHaveLength(1);
     expect(log.find(QUIET)).toHaveLength(1);
     expect(log.find(REPUBLISH).map((l) => l.message)).toEqual([`re-publishing 1 ${REPUBLISH}`]);
     expect(sunk.map((s) => s.item).filter((i) => i === "ghost")).toHaveLength(1);

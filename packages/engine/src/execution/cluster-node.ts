@@ -348,11 +348,10 @@ export class ClusterNode {
     // The dead server's lease has expired, so whatever it held unacknowledged has gone back to the
     // broker: an invocation row it left open beside a message that settled since is closed at once,
     // without waiting for the settle time (which only the re-publish below still needs).
-    if (watch.armed && (await service.closeInvocationsOfSettledMessages(executionId, open)) > 0) {
+    // Closing them changes no row the quiet is judged on (see fingerprint), so quiet seen before the
+    // claim still counts.
+    if (watch.armed && (await service.closeInvocationsOfSettledMessages(executionId, open)) > 0)
       manager.get(executionId)?.nudgeCompletion();
-      watch.quiet = undefined;
-      return;
-    }
     const record = await executions.getExecution(executionId);
     if (record === undefined || record.status !== "running") {
       this.#unwatch(executionId);
@@ -393,9 +392,15 @@ export class ClusterNode {
   }
 }
 
-/** The open rows as one string: id, status and attempt of each, in id order. */
+/**
+ * The open rows as one string: id, status and attempt of each, in id order. An adapter row whose
+ * message has no open row is left out: beside a settled message it belongs to a dead invocation,
+ * closed at the claim, and that must not restart the settle time.
+ */
 function fingerprint(rows: readonly LineageRow[]): string {
+  const openMessages = new Set(rows.filter((r) => r.kind === "message").map((r) => r.messageId));
   return rows
+    .filter((r) => r.kind !== "adapter" || openMessages.has(r.messageId))
     .map((r) => `${r.id}:${r.status}:${r.attempt}`)
     .sort()
     .join(",");
