@@ -86,10 +86,11 @@ const JOIN_RETRY_MS = 15_000;
 
 /**
  * The default settle time where the broker's stats are broker-wide. With nothing on the broker, what
- * a live server can still have under way outside it is a lineage write around a delivery: the row of
- * an output is committed before the output is published (milliseconds), and the closing write of a
- * message follows its acknowledgement within one group commit (5 ms plus the commit); a commit that
- * fails is retried after 100, 200, 400 and 800 ms. Either changes an open row or ends in a publish.
+ * a live server can still have under way outside it is a lineage write around a delivery: an open row
+ * held in the writer's memory (`holdOpenMs`, 250 ms by default), the commit of a delivery's rows
+ * before its acknowledgement, an output's registration before its publish. Each changes an open row
+ * or ends on the broker within one commit; a commit that fails is retried after 100, 200, 400 and
+ * 800 ms.
  */
 const BROKER_WIDE_SETTLE_MS = 2000;
 
