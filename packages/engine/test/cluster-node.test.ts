@@ -35,8 +35,6 @@ function memoryClusterStore(executions: ExecutionStoreProtocol) {
 const sunk: { server: string; item: JsonValue }[] = [];
 /** Closed: the sinks wait (of server `only` alone, when set), holding their deliveries. */
 const gate: { open: boolean; only?: string } = { open: true };
-/** Sink deliveries each server has started. */
-const entered = new Map<string, number>();
 
 function sinkOf(server: string): AdapterDefinition {
   return {
@@ -45,7 +43,6 @@ function sinkOf(server: string): AdapterDefinition {
     create: () => ({
       type: "cluster-sink",
       async process(ctx) {
-        entered.set(server, (entered.get(server) ?? 0) + 1);
         while (!gate.open && (gate.only === undefined || gate.only === server)) {
           if (ctx.signal.aborted) throw ctx.signal.reason;
           await new Promise((resolve) => setTimeout(resolve, 5));
@@ -78,7 +75,6 @@ afterEach(async () => {
   sunk.length = 0;
   gate.open = true;
   delete gate.only;
-  entered.clear();
 });
 
 async function cluster(size: number) {
@@ -207,6 +203,18 @@ function recordingLogger(on?: (message: string) => void) {
   return { logger, lines, find };
 }
 
+/** Sink deliveries of the execution that the current engines handle. */
+function sinkInFlight(executionId: string): number {
+  let n = 0;
+  for (const engine of engines)
+    n +=
+      engine.manager
+        .get(executionId)
+        ?.progress()
+        .routes.find((r) => r.route === "sink")?.inFlight ?? 0;
+  return n;
+}
+
 const QUIET = "takeover: the broker holds nothing for the execution";
 const REPUBLISH = "messages a dead server left open";
 
@@ -305,24 +313,34 @@ function leftOpen(lineage: { record(row: LineageRow): void }, executionId: strin
   return messageId;
 }
 
-const itemsOf = (n: number) => Array.from({ length: n }, (_, i) => `i${i}`);
+/** Items of one test: a tag of their own, so a handler an earlier test left running never counts. */
+const itemsOf = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}-${i}`);
+const sunkOf = (tag: string) =>
+  sunk.map((s) => s.item).filter((i): i is string => typeof i === "string" && i.startsWith(`${tag}-`));
 
 describe("cluster takeover: re-publishing what a dead server left open", () => {
   it("waits while the broker holds a delivery of another live server, then re-publishes once the rows stay the same for the settle time", async () => {
     const settleMs = 300;
     const { db, config, log, polls, killed } = await takeoverCluster({ settleMs });
     gate.open = false;
-    const record = await engines[0]!.service.create({ config, input: { items: itemsOf(20) } });
-    await waitFor(() => (entered.get("s1") ?? 0) > 0, "s1 holds a sink delivery");
+    const record = await engines[0]!.service.create({ config, input: { items: itemsOf("t1", 20) } });
+    // s1's sink deliveries: at the gate, or waiting there for a slot.
+    const heldByS1 = () =>
+      engines[1]!.manager
+        .get(record.id)
+        ?.progress()
+        .routes.find((r) => r.route === "sink")?.inFlight ?? 0;
+    await waitFor(() => heldByS1() > 0, "s1 holds a sink delivery");
     // From here only s1 waits, holding what it took.
     gate.only = "s1";
-    leftOpen(db.lineage, record.id, "ghost");
+    leftOpen(db.lineage, record.id, "t1-ghost");
     killed();
     // Everything but what s1 holds is sunk, so the taker itself is idle; three polls later the
     // broker still counts s1's deliveries in flight, and nothing was re-published.
-    await waitFor(() => sunk.length === 20 - (entered.get("s1") ?? 0), "the taker sank the rest");
+    await waitFor(() => sunkOf("t1").length + heldByS1() === 20, "the taker sank the rest");
     const from = polls.sinceTakeover;
     await waitFor(() => polls.sinceTakeover >= from + 3, "three more polls");
+    expect(heldByS1()).toBeGreaterThan(0);
     expect(log.find(QUIET)).toHaveLength(0);
     expect(log.find(REPUBLISH)).toHaveLength(0);
 
@@ -333,9 +351,9 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
       30_000,
     );
     expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
-    const items = sunk.map((s) => s.item);
-    expect(items.filter((i) => i === "ghost")).toHaveLength(1);
-    expect(new Set(items)).toEqual(new Set([...itemsOf(20), "ghost"]));
+    const items = sunkOf("t1");
+    expect(items.filter((i) => i === "t1-ghost")).toHaveLength(1);
+    expect(new Set(items)).toEqual(new Set([...itemsOf("t1", 20), "t1-ghost"]));
     expect(items).toHaveLength(21);
     const quiet = log.find(QUIET);
     const republish = log.find(REPUBLISH);
@@ -355,13 +373,13 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
       // A row changes during the first settle time: recorded while the first quiet look is logged.
       onLog: (message) => {
         if (message.startsWith(QUIET) && ctx.second === undefined && ctx.lineage && ctx.executionId)
-          ctx.second = leftOpen(ctx.lineage, ctx.executionId, "ghost-2");
+          ctx.second = leftOpen(ctx.lineage, ctx.executionId, "t2-ghost-2");
       },
     });
     gate.open = false;
-    const record = await engines[0]!.service.create({ config, input: { items: itemsOf(4) } });
-    await waitFor(() => (entered.get("s0") ?? 0) + (entered.get("s1") ?? 0) > 0, "a sink delivery started");
-    leftOpen(db.lineage, record.id, "ghost-1");
+    const record = await engines[0]!.service.create({ config, input: { items: itemsOf("t2", 4) } });
+    await waitFor(() => sinkInFlight(record.id) > 0, "a sink delivery started");
+    leftOpen(db.lineage, record.id, "t2-ghost-1");
     Object.assign(ctx, { lineage: db.lineage, executionId: record.id });
     gate.open = true;
     killed();
@@ -376,8 +394,8 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
     expect(quiet).toHaveLength(2);
     expect(republish.map((l) => l.message)).toEqual([`re-publishing 2 ${REPUBLISH}`]);
     expect(republish[0]!.at - quiet[1]!.at).toBeGreaterThanOrEqual(settleMs);
-    const items = sunk.map((s) => s.item);
-    expect(items.filter((i) => i === "ghost-1" || i === "ghost-2").sort()).toEqual(["ghost-1", "ghost-2"]);
+    const items = sunkOf("t2");
+    expect(items.filter((i) => i.includes("ghost")).sort()).toEqual(["t2-ghost-1", "t2-ghost-2"]);
     expect(items).toHaveLength(6);
   });
 
@@ -385,14 +403,14 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
     const settleMs = 300;
     const { db, config, log, polls, silenced, killed } = await takeoverCluster({ settleMs });
     gate.open = false;
-    const record = await engines[0]!.service.create({ config, input: { items: itemsOf(4) } });
-    await waitFor(() => (entered.get("s0") ?? 0) + (entered.get("s1") ?? 0) > 0, "a sink delivery started");
-    leftOpen(db.lineage, record.id, "ghost");
+    const record = await engines[0]!.service.create({ config, input: { items: itemsOf("t3", 4) } });
+    await waitFor(() => sinkInFlight(record.id) > 0, "a sink delivery started");
+    leftOpen(db.lineage, record.id, "t3-ghost");
     // And an invocation that died beside a message another server settled: closed at the claim.
-    const settled = leftOpen(db.lineage, record.id, "settled elsewhere");
+    const settled = leftOpen(db.lineage, record.id, "t3-settled elsewhere");
     db.lineage.update(settled, { status: "completed", finishedAt: new Date().toISOString() });
     gate.open = true;
-    await waitFor(() => sunk.length === 4, "the four items sunk");
+    await waitFor(() => sunkOf("t3").length === 4, "the four items sunk");
     silenced();
     const [quiet] = await waitFor(() => {
       const found = log.find(QUIET);
@@ -419,7 +437,7 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
     expect(log.find("closed 1 adapter rows a dead server left beside settled messages")).toHaveLength(1);
     expect(log.find(QUIET)).toHaveLength(1);
     expect(log.find(REPUBLISH).map((l) => l.message)).toEqual([`re-publishing 1 ${REPUBLISH}`]);
-    expect(sunk.map((s) => s.item).filter((i) => i === "ghost")).toHaveLength(1);
+    expect(sunkOf("t3").filter((i) => i === "t3-ghost")).toHaveLength(1);
   });
 
   it("settles for 2 s by default where the stats are broker-wide, else for the longer of 5 s and twice the longest retry delay", async () => {
@@ -434,9 +452,9 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
           }),
       });
       gate.open = false;
-      const record = await engines[0]!.service.create({ config, input: { items: itemsOf(2) } });
-      await waitFor(() => (entered.get("s0") ?? 0) + (entered.get("s1") ?? 0) > 0, "a sink delivery started");
-      leftOpen(db.lineage, record.id, "ghost");
+      const record = await engines[0]!.service.create({ config, input: { items: itemsOf("t4", 2) } });
+      await waitFor(() => sinkInFlight(record.id) > 0, "a sink delivery started");
+      leftOpen(db.lineage, record.id, "t4-ghost");
       gate.open = true;
       killed();
       const [quiet] = await waitFor(() => {

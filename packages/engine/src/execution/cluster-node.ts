@@ -340,7 +340,9 @@ export class ClusterNode {
    */
   async #recoverIfStuck(executionId: string, watch: Watch): Promise<void> {
     const { lineage, executions, manager, service, logger } = this.#services;
-    await lineage.flush();
+    // Committed rows only, no flush: this server's own held rows belong to deliveries it runs (then
+    // it is busy) or to messages waiting on the broker (then the broker holds something), and a
+    // flush would write every held row open at each look.
     const open = await openRowsOf(lineage, executionId);
     if (open.length === 0) {
       this.#unwatch(executionId);
