@@ -1,8 +1,16 @@
 import { adapters as builtins } from "@factflow/adapters";
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
 import { openMemoryLineageDatabase } from "@factflow/lineage";
-import type { AdapterDefinition, ExecutionStoreProtocol, JsonValue } from "@factflow/protocols";
+import type {
+  AdapterDefinition,
+  ExecutionStoreProtocol,
+  JsonValue,
+  LineageRow,
+  Logger,
+  QueueProtocol,
+} from "@factflow/protocols";
 import { afterEach, describe, expect, it } from "vitest";
+import { uuidv7 } from "../src/ids.js";
 import { createEngine, type Engine, loadPipelineConfig } from "../src/index.js";
 import { memoryStorage, waitFor } from "./harness.js";
 
@@ -25,7 +33,8 @@ function memoryClusterStore(executions: ExecutionStoreProtocol) {
 
 /** Which server's sink handled which item. */
 const sunk: { server: string; item: JsonValue }[] = [];
-const gate = { open: true };
+/** Closed: the sinks wait (of server `only` alone, when set), holding their deliveries. */
+const gate: { open: boolean; only?: string } = { open: true };
 
 function sinkOf(server: string): AdapterDefinition {
   return {
@@ -34,7 +43,7 @@ function sinkOf(server: string): AdapterDefinition {
     create: () => ({
       type: "cluster-sink",
       async process(ctx) {
-        while (!gate.open) {
+        while (!gate.open && (gate.only === undefined || gate.only === server)) {
           if (ctx.signal.aborted) throw ctx.signal.reason;
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
@@ -65,6 +74,7 @@ afterEach(async () => {
   engines = [];
   sunk.length = 0;
   gate.open = true;
+  delete gate.only;
 });
 
 async function cluster(size: number) {
@@ -172,5 +182,289 @@ describe("cluster takeover: the broker's part", () => {
     await engine.cluster?.start();
     await waitFor(() => claimed.length === 2, "both dead servers claimed");
     expect(claimed).toEqual(["dead-1", "dead-2"]);
+  });
+});
+
+/** Log lines of one engine, each with the time it was written; `on` sees each as it is written. */
+function recordingLogger(on?: (message: string) => void) {
+  const lines: { level: string; message: string; fields: Record<string, unknown>; at: number }[] = [];
+  const logger: Logger = {
+    debug: (message, fields = {}) => write("debug", message, fields),
+    info: (message, fields = {}) => write("info", message, fields),
+    warn: (message, fields = {}) => write("warn", message, fields),
+    error: (message, fields = {}) => write("error", message, fields),
+    child: () => logger,
+  };
+  function write(level: string, message: string, fields: Record<string, unknown>): void {
+    lines.push({ level, message, fields, at: Date.now() });
+    on?.(message);
+  }
+  const find = (part: string) => lines.filter((l) => l.message.includes(part));
+  return { logger, lines, find };
+}
+
+/** Sink deliveries of the execution that the current engines handle. */
+function sinkInFlight(executionId: string): number {
+  let n = 0;
+  for (const engine of engines)
+    n +=
+      engine.manager
+        .get(executionId)
+        ?.progress()
+        .routes.find((r) => r.route === "sink")?.inFlight ?? 0;
+  return n;
+}
+
+const QUIET = "takeover: the broker holds nothing for the execution";
+const REPUBLISH = "messages a dead server left open";
+
+/**
+ * A taker (`s0`) and another live server (`s1`) on one embedded broker and one lineage store. The
+ * taker's store hands it the dead server `dead` once `killed()` was called, and counts its polls.
+ */
+async function takeoverCluster(options: {
+  settleMs?: number;
+  queue?: (queue: QueueProtocol) => QueueProtocol;
+  onLog?: (message: string) => void;
+}) {
+  const broker = createEmbeddedProvider({ mode: "memory" });
+  await broker.connect();
+  const queue = options.queue?.(broker) ?? broker;
+  const db = openMemoryLineageDatabase();
+  const expired: string[] = [];
+  const silent: string[] = [];
+  const polls = { sinceTakeover: 0, tookOver: false, all: 0 };
+  const log = recordingLogger(options.onLog);
+  const base = memoryClusterStore(db.executions);
+  const takerStore = {
+    ...base,
+    claimExpiredNodes: async () => {
+      const dead = expired.splice(0);
+      if (dead.length > 0) polls.tookOver = true;
+      return dead;
+    },
+    runningExecutionIds: async () => {
+      polls.all++;
+      if (polls.tookOver) polls.sinceTakeover++;
+      return base.runningExecutionIds();
+    },
+    silentNodes: async () => [...silent],
+  };
+  for (const [i, store] of [takerStore, base].entries()) {
+    const engine = createEngine({
+      queue,
+      lineage: db.lineage,
+      executions: db.executions,
+      storage: memoryStorage(),
+      adapters: [...builtins, sinkOf(`s${i}`)],
+      ...(i === 0 ? { logger: log.logger } : {}),
+      cluster: {
+        nodeId: `s${i}`,
+        store,
+        pollMs: 30,
+        ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
+      },
+    });
+    await engine.cluster?.start();
+    engines.push(engine);
+  }
+  const config = await loadPipelineConfig(yaml, { registry: engines[0]!.registry });
+  return {
+    db,
+    config,
+    log,
+    polls,
+    /** The dead server misses its heartbeats; its lease still runs. */
+    silenced: () => silent.push("dead"),
+    /** Its lease expired: the taker claims it at its next poll. */
+    killed: () => {
+      silent.length = 0;
+      expired.push("dead");
+    },
+  };
+}
+
+/**
+ * What a server killed after acknowledging a sink delivery and before its closing write committed
+ * leaves: the message row open (with its payload) and its invocation's adapter row open, and nothing
+ * on the broker.
+ */
+function leftOpen(lineage: { record(row: LineageRow): void }, executionId: string, item: string): string {
+  const messageId = uuidv7();
+  const common = { executionId, route: "sink", messageId, correlationId: messageId, attempt: 1 };
+  const startedAt = new Date().toISOString();
+  lineage.record({
+    ...common,
+    id: messageId,
+    kind: "message",
+    status: "pending",
+    startedAt,
+    payload: { item },
+  });
+  lineage.record({
+    ...common,
+    id: uuidv7(),
+    kind: "adapter",
+    adapter: "cluster-sink",
+    adapterIndex: 0,
+    status: "processing",
+    startedAt,
+  });
+  return messageId;
+}
+
+/** Items of one test: a tag of their own, so a handler an earlier test left running never counts. */
+const itemsOf = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}-${i}`);
+const sunkOf = (tag: string) =>
+  sunk.map((s) => s.item).filter((i): i is string => typeof i === "string" && i.startsWith(`${tag}-`));
+
+describe("cluster takeover: re-publishing what a dead server left open", () => {
+  it("waits while the broker holds a delivery of another live server, then re-publishes once the rows stay the same for the settle time", async () => {
+    const settleMs = 300;
+    const { db, config, log, polls, killed } = await takeoverCluster({ settleMs });
+    gate.open = false;
+    const record = await engines[0]!.service.create({ config, input: { items: itemsOf("t1", 20) } });
+    // s1's sink deliveries: at the gate, or waiting there for a slot.
+    const heldByS1 = () =>
+      engines[1]!.manager
+        .get(record.id)
+        ?.progress()
+        .routes.find((r) => r.route === "sink")?.inFlight ?? 0;
+    await waitFor(() => heldByS1() > 0, "s1 holds a sink delivery");
+    // From here only s1 waits, holding what it took.
+    gate.only = "s1";
+    leftOpen(db.lineage, record.id, "t1-ghost");
+    killed();
+    // Everything but what s1 holds is sunk, so the taker itself is idle; three polls later the
+    // broker still counts s1's deliveries in flight, and nothing was re-published.
+    await waitFor(() => sunkOf("t1").length + heldByS1() === 20, "the taker sank the rest");
+    const from = polls.sinceTakeover;
+    await waitFor(() => polls.sinceTakeover >= from + 3, "three more polls");
+    expect(heldByS1()).toBeGreaterThan(0);
+    expect(log.find(QUIET)).toHaveLength(0);
+    expect(log.find(REPUBLISH)).toHaveLength(0);
+
+    gate.open = true;
+    await waitFor(
+      async () => (await db.executions.getExecution(record.id))?.status !== "running",
+      "the execution ended",
+      30_000,
+    );
+    expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
+    const items = sunkOf("t1");
+    expect(items.filter((i) => i === "t1-ghost")).toHaveLength(1);
+    expect(new Set(items)).toEqual(new Set([...itemsOf("t1", 20), "t1-ghost"]));
+    expect(items).toHaveLength(21);
+    const quiet = log.find(QUIET);
+    const republish = log.find(REPUBLISH);
+    expect(republish.map((l) => l.message)).toEqual([`re-publishing 1 ${REPUBLISH}`]);
+    expect(quiet.length).toBeGreaterThanOrEqual(1);
+    expect(republish[0]!.at - quiet.at(-1)!.at).toBeGreaterThanOrEqual(settleMs);
+    // The dead invocation's row was closed before the re-publish.
+    const adapters = await db.lineage.rows(record.id, { kind: "adapter", status: "abandoned" });
+    expect(adapters.items).toHaveLength(1);
+  });
+
+  it("starts the settle time again when an open row changes", async () => {
+    const settleMs = 300;
+    const ctx: { lineage?: { record(row: LineageRow): void }; executionId?: string; second?: string } = {};
+    const { db, config, log, killed } = await takeoverCluster({
+      settleMs,
+      // A row changes during the first settle time: recorded while the first quiet look is logged.
+      onLog: (message) => {
+        if (message.startsWith(QUIET) && ctx.second === undefined && ctx.lineage && ctx.executionId)
+          ctx.second = leftOpen(ctx.lineage, ctx.executionId, "t2-ghost-2");
+      },
+    });
+    gate.open = false;
+    const record = await engines[0]!.service.create({ config, input: { items: itemsOf("t2", 4) } });
+    await waitFor(() => sinkInFlight(record.id) > 0, "a sink delivery started");
+    leftOpen(db.lineage, record.id, "t2-ghost-1");
+    Object.assign(ctx, { lineage: db.lineage, executionId: record.id });
+    gate.open = true;
+    killed();
+    await waitFor(
+      async () => (await db.executions.getExecution(record.id))?.status !== "running",
+      "the execution ended",
+      30_000,
+    );
+    expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
+    const quiet = log.find(QUIET);
+    const republish = log.find(REPUBLISH);
+    expect(quiet).toHaveLength(2);
+    expect(republish.map((l) => l.message)).toEqual([`re-publishing 2 ${REPUBLISH}`]);
+    expect(republish[0]!.at - quiet[1]!.at).toBeGreaterThanOrEqual(settleMs);
+    const items = sunkOf("t2");
+    expect(items.filter((i) => i.includes("ghost")).sort()).toEqual(["t2-ghost-1", "t2-ghost-2"]);
+    expect(items).toHaveLength(6);
+  });
+
+  it("counts the quiet seen while a server is silent towards the settle time, and closes or re-publishes nothing before its lease is claimed", async () => {
+    const settleMs = 300;
+    const { db, config, log, polls, silenced, killed } = await takeoverCluster({ settleMs });
+    gate.open = false;
+    const record = await engines[0]!.service.create({ config, input: { items: itemsOf("t3", 4) } });
+    await waitFor(() => sinkInFlight(record.id) > 0, "a sink delivery started");
+    leftOpen(db.lineage, record.id, "t3-ghost");
+    // And an invocation that died beside a message another server settled: closed at the claim.
+    const settled = leftOpen(db.lineage, record.id, "t3-settled elsewhere");
+    db.lineage.update(settled, { status: "completed", finishedAt: new Date().toISOString() });
+    gate.open = true;
+    await waitFor(() => sunkOf("t3").length === 4, "the four items sunk");
+    silenced();
+    const [quiet] = await waitFor(() => {
+      const found = log.find(QUIET);
+      return found.length > 0 ? found : undefined;
+    }, "a quiet look while the server is silent");
+    // The settle time has passed and two more polls looked: still nothing closed or re-published.
+    await waitFor(() => Date.now() - quiet!.at >= settleMs, "the settle time");
+    const from = polls.all;
+    await waitFor(() => polls.all >= from + 2, "two more polls");
+    expect(log.find(REPUBLISH)).toHaveLength(0);
+    expect((await db.lineage.rows(record.id, { kind: "adapter", status: "abandoned" })).items).toHaveLength(
+      0,
+    );
+
+    killed();
+    await waitFor(
+      async () => (await db.executions.getExecution(record.id))?.status !== "running",
+      "the execution ended",
+      30_000,
+    );
+    expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
+    // Re-published at the first look after the claim, on the quiet seen before it: closing the dead
+    // invocation at the claim did not start the settle time again.
+    expect(log.find("closed 1 adapter rows a dead server left beside settled messages")).toHaveLength(1);
+    expect(log.find(QUIET)).toHaveLength(1);
+    expect(log.find(REPUBLISH).map((l) => l.message)).toEqual([`re-publishing 1 ${REPUBLISH}`]);
+    expect(sunkOf("t3").filter((i) => i === "t3-ghost")).toHaveLength(1);
+  });
+
+  it("settles for 2 s by default where the stats are broker-wide, else for the longer of 5 s and twice the longest retry delay", async () => {
+    for (const brokerWideStats of [true, false]) {
+      const { db, config, log, killed } = await takeoverCluster({
+        queue: (queue) =>
+          new Proxy(queue, {
+            get: (target, key) =>
+              key === "capabilities"
+                ? { ...target.capabilities, brokerWideStats }
+                : Reflect.get(target, key, target),
+          }),
+      });
+      gate.open = false;
+      const record = await engines[0]!.service.create({ config, input: { items: itemsOf("t4", 2) } });
+      await waitFor(() => sinkInFlight(record.id) > 0, "a sink delivery started");
+      leftOpen(db.lineage, record.id, "t4-ghost");
+      gate.open = true;
+      killed();
+      const [quiet] = await waitFor(() => {
+        const found = log.find(QUIET);
+        return found.length > 0 ? found : undefined;
+      }, "the first quiet look");
+      const maxDelay = record.configSnapshot.settings.retry.max_delay_ms;
+      expect(quiet!.fields.settleMs).toBe(brokerWideStats ? 2000 : Math.max(5000, 2 * maxDelay));
+      for (const engine of engines) await engine.shutdown({ cancel: true });
+      engines = [];
+    }
   });
 });

@@ -34,6 +34,11 @@ interface ClusterStoreProtocol {
   nodeIdsStartingWith(prefix: string): Promise<string[]>;
   /** Servers whose lease has not expired, with their owned running executions. */
   liveNodes(): Promise<{ nodeId: string; heartbeatAt: string; owned: number }[]>;
+  /**
+   * Servers whose lease has not expired yet but whose last heartbeat is older than `silentMs` (by
+   * the database's clock): the ones a takeover may soon follow.
+   */
+  silentNodes(silentMs: number): Promise<string[]>;
 }
 
 /** `ClusterStoreProtocol` on the execution store's Kysely handle (PostgreSQL or PGlite). */
@@ -136,6 +141,18 @@ export class ClusterStore implements ClusterStoreProtocol {
       .selectFrom("factflow_nodes")
       .select("node_id")
       .where("node_id", "like", pattern)
+      .execute();
+    return rows.map((r) => r.node_id);
+  }
+
+  async silentNodes(silentMs: number): Promise<string[]> {
+    const silent = sql<Date>`now() - ${Math.max(0, Math.round(silentMs))} * interval '1 millisecond'`;
+    const rows = await this.#db
+      .selectFrom("factflow_nodes")
+      .select("node_id")
+      .where("lease_expires_at", ">=", sql<Date>`now()`)
+      .where("heartbeat_at", "<", silent)
+      .orderBy("node_id")
       .execute();
     return rows.map((r) => r.node_id);
   }

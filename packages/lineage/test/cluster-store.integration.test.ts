@@ -52,6 +52,16 @@ describe.skipIf(skip)("cluster store on PostgreSQL", () => {
     expect(await cluster.liveNodes()).toEqual([]);
   });
 
+  it("names the servers whose lease runs but whose heartbeat is older than asked", async () => {
+    const cluster = store.cluster();
+    await cluster.heartbeatNode("beating", 60_000);
+    // now() of a later statement is past every earlier heartbeat.
+    expect(await cluster.silentNodes(0)).toContain("beating");
+    expect(await cluster.silentNodes(60_000)).not.toContain("beating");
+    await cluster.removeNode("beating");
+    expect(await cluster.silentNodes(0)).not.toContain("beating");
+  });
+
   it("lets a process claim a running execution only when its owner's lease is not live, once", async () => {
     const cluster = store.cluster();
     await cluster.heartbeatNode("live", 60_000);

@@ -30,4 +30,13 @@ export interface ProviderCapabilities {
    * a changed `max_priority` needs the queue deleted first. Left out means it can change.
    */
   readonly immutablePriority?: boolean;
+  /**
+   * `admin.stats` counts what the broker holds for a destination whoever consumes it: waiting
+   * messages, scheduled retries and the deliveries every consumer (of any process) holds
+   * unacknowledged. A cluster takeover then needs to wait only for what a live server can have in
+   * transit outside the broker (docs/deployment.md). Left out means the stats see waiting messages
+   * and this process's own deliveries only (RabbitMQ over AMQP: another consumer's unacknowledged
+   * deliveries and retry holding queues another process declared are not counted).
+   */
+  readonly brokerWideStats?: boolean;
 }

@@ -1,5 +1,13 @@
-import type { ExecutionStoreProtocol, LineageProtocol, Logger, QueueProtocol } from "@factflow/protocols";
+import type {
+  ExecutionRecord,
+  ExecutionStoreProtocol,
+  LineageProtocol,
+  LineageRow,
+  Logger,
+  QueueProtocol,
+} from "@factflow/protocols";
 import { ProviderError } from "@factflow/protocols";
+import { openRowsOf } from "../lineage/dead-invocations.js";
 import type { ExecutionService } from "./execution-service.js";
 import type { OrchestratorManager } from "./orchestrator-manager.js";
 import { openMessageRows } from "./reseed.js";
@@ -15,6 +23,11 @@ interface ClusterStore {
   /** Removes the expired leases and returns their servers; each is handed to one caller only. */
   claimExpiredNodes(): Promise<string[]>;
   adoptExecutions(fromNode: string, toNode: string): Promise<string[]>;
+  /**
+   * Servers whose lease still runs but whose last heartbeat is older than `silentMs`. Optional:
+   * without it, watching for a takeover starts only once a lease has expired.
+   */
+  silentNodes?(silentMs: number): Promise<string[]>;
   setExecutionOwner(executionId: string, nodeId: string): Promise<void>;
   runningExecutionIds(): Promise<string[]>;
 }
@@ -28,9 +41,10 @@ export interface ClusterOptions {
   /** Interval of discovery (running executions to join, ended ones to stop) and heartbeats. @default 1000 */
   readonly pollMs?: number;
   /**
-   * After a takeover, how long an execution must hold the same open rows with nothing waiting on the
-   * broker before its open messages are re-published. @default twice its longest retry delay, at
-   * least 5000
+   * After a takeover, how long an execution must hold exactly the same open rows while the broker
+   * holds nothing for it before its open messages are re-published. @default 2000 on a provider whose
+   * stats are broker-wide (`capabilities.brokerWideStats`); otherwise twice its longest retry delay,
+   * at least 5000
    */
   readonly settleMs?: number;
   /**
@@ -53,13 +67,41 @@ interface Services {
 
 /** An execution a dead server took part in, watched until it completes or is found stuck. */
 interface Watch {
-  stuckSince: number | undefined;
-  /** Open rows at the previous look: any change means something still works on the execution. */
-  lastOpen: number;
+  /**
+   * True once a dead server's lease was claimed; before that (a server fell silent, its lease still
+   * runs) the execution is only watched for quiet, and nothing is closed or re-published.
+   */
+  armed: boolean;
+  /**
+   * The open rows (id, status and attempt of each) seen with nothing on the broker, and since when;
+   * undefined once anything moved. Any change of a row means something still works on the execution.
+   */
+  quiet: { readonly rows: string; readonly since: number } | undefined;
+  /** The look due at the end of the settle time (the poll alone may come up to `pollMs` later). */
+  timer: NodeJS.Timeout | undefined;
 }
 
 /** How long a failed join waits before it is tried again. */
 const JOIN_RETRY_MS = 15_000;
+
+/**
+ * The default settle time where the broker's stats are broker-wide. With nothing on the broker, what
+ * a live server can still have under way outside it is a lineage write around a delivery: an open row
+ * held in the writer's memory (`holdOpenMs`, 250 ms by default), the commit of a delivery's rows
+ * before its acknowledgement, an output's registration before its publish. Each changes an open row
+ * or ends on the broker within one commit; a commit that fails is retried after 100, 200, 400 and
+ * 800 ms.
+ */
+const BROKER_WIDE_SETTLE_MS = 2000;
+
+/**
+ * The default floor where the stats see only this process's deliveries (RabbitMQ): a handler running
+ * on another live server, and a retry another server scheduled, are invisible, so only time tells.
+ */
+const LOCAL_STATS_SETTLE_MS = 5000;
+
+/** Watched executions looked at side by side: each look waits on the database and the broker. */
+const LOOKS_AT_ONCE = 4;
 
 /**
  * One server of a cluster (several `factflow serve` on one broker and one PostgreSQL): keeps its
@@ -68,9 +110,10 @@ const JOIN_RETRY_MS = 15_000;
  * deliveries come back from the broker by themselves; what it took with it is lineage: adapter rows
  * left open and messages acknowledged whose closing write never committed. From the lease expiry
  * on, an adapter row left open beside a message that has settled since is closed at once (the
- * message ran elsewhere). Once an execution holds open rows while the broker holds nothing for it
- * (so no live server is working on them) for the settle time, the taker closes the remaining dead
- * invocations and re-publishes the open messages, marked re-seeded.
+ * message ran elsewhere). Once an execution has held exactly the same open rows, with nothing on the
+ * broker for it at the start and at the end, for the settle time (so no live server is working on
+ * them), the taker closes the remaining dead invocations and re-publishes the open messages, marked
+ * re-seeded.
  */
 export class ClusterNode {
   readonly nodeId: string;
@@ -86,6 +129,10 @@ export class ClusterNode {
   #tick: Promise<void> | undefined;
   #beat: Promise<void> | undefined;
   #stopped = false;
+  /** Interval of the lease renewals (heartbeats). */
+  get #beatMs(): number {
+    return Math.max(50, Math.floor(this.#leaseMs / 4));
+  }
 
   constructor(options: ClusterOptions, services: Services) {
     this.nodeId = options.nodeId;
@@ -100,7 +147,7 @@ export class ClusterNode {
     await this.#options.store.heartbeatNode(this.nodeId, this.#leaseMs);
     // The lease is renewed on its own timer: a discovery pass that takes long (many executions, a
     // slow database) must never let a live server's lease run out and get it taken over.
-    this.#heartbeatTimer = setInterval(() => this.#renew(), Math.max(50, Math.floor(this.#leaseMs / 4)));
+    this.#heartbeatTimer = setInterval(() => this.#renew(), this.#beatMs);
     this.#heartbeatTimer.unref();
     await this.#run();
     this.#timer = setInterval(() => void this.#run(), this.#pollMs);
@@ -173,8 +220,20 @@ export class ClusterNode {
         watchedExecutions: running.length,
       });
       // It consumed every running execution, so any of them may hold what it left behind.
+      for (const id of running) {
+        const watch = this.#watch.get(id);
+        if (watch === undefined) this.#watch.set(id, { armed: true, quiet: undefined, timer: undefined });
+        else watch.armed = true;
+      }
+    }
+    // A server that missed two heartbeats is likely dead: the quiet its executions keep from now on
+    // counts towards the settle time, so a takeover at its lease expiry need not wait it out again.
+    const silent = (await store.silentNodes?.(2 * this.#beatMs))?.filter((n) => n !== this.nodeId) ?? [];
+    if (silent.length > 0) {
       for (const id of running)
-        if (!this.#watch.has(id)) this.#watch.set(id, { stuckSince: undefined, lastOpen: -1 });
+        if (!this.#watch.has(id)) this.#watch.set(id, { armed: false, quiet: undefined, timer: undefined });
+    } else {
+      for (const [id, watch] of this.#watch) if (!watch.armed) this.#unwatch(id);
     }
     if (this.#stopped) return;
     const now = Date.now();
@@ -205,62 +264,123 @@ export class ClusterNode {
       if (row !== undefined && row.status !== "running") await service.endedElsewhere(id);
     }
     for (const id of [...this.#joinFailedAt.keys()]) if (!live.has(id)) this.#joinFailedAt.delete(id);
-    for (const [id, watch] of this.#watch) {
-      if (!live.has(id)) this.#watch.delete(id);
-      else await this.#recoverIfStuck(id, watch);
-    }
+    for (const id of [...this.#watch.keys()]) if (!live.has(id)) this.#unwatch(id);
+    // Side by side: one by one, a pass over many executions on a loaded database and broker took
+    // seconds, and each pass is one step of a takeover.
+    const watched = [...this.#watch];
+    const next = async (): Promise<void> => {
+      for (let entry = watched.shift(); entry !== undefined; entry = watched.shift()) {
+        const [id, watch] = entry;
+        if (this.#stopped) return;
+        await this.#recoverIfStuck(id, watch).catch((error: Error) =>
+          logger.warn("takeover: looking at an execution failed; trying again", {
+            executionId: id,
+            error: error.message,
+          }),
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LOOKS_AT_ONCE, watched.length) }, next));
   }
 
-  /** Re-publishes the open messages of an execution nothing works on any more. */
-  async #recoverIfStuck(executionId: string, watch: Watch): Promise<void> {
-    const { lineage, executions, queue, manager, service, logger } = this.#services;
-    // The dead server's lease has expired, so whatever it held unacknowledged has gone back to the
-    // broker: an invocation row it left open beside a message that settled since is closed at once,
-    // without waiting for the settle time (which only the re-publish below still needs).
-    if ((await service.closeInvocationsOfSettledMessages(executionId)) > 0)
-      manager.get(executionId)?.nudgeCompletion();
-    await lineage.flush();
-    const open = await lineage.countOpen(executionId);
-    if (open === 0) {
-      this.#watch.delete(executionId);
-      return;
-    }
-    if (open !== watch.lastOpen) {
-      watch.lastOpen = open;
-      watch.stuckSince = undefined;
-      return;
-    }
-    const record = await executions.getExecution(executionId);
-    if (record === undefined || record.status !== "running") {
-      this.#watch.delete(executionId);
-      return;
-    }
-    const routes = Object.values(record.configSnapshot.routes);
-    for (const route of routes) {
+  #unwatch(executionId: string): void {
+    clearTimeout(this.#watch.get(executionId)?.timer);
+    this.#watch.delete(executionId);
+  }
+
+  /** Looks at the watched executions again in `ms` (after the pass under way, if any). */
+  #lookAgainIn(watch: Watch, ms: number): void {
+    clearTimeout(watch.timer);
+    watch.timer = setTimeout(() => {
+      watch.timer = undefined;
+      void (this.#tick ?? Promise.resolve()).then(() => this.#run());
+    }, ms);
+    watch.timer.unref();
+  }
+
+  /** True while this server handles a delivery of the execution or publishes one of its outputs. */
+  #busyHere(executionId: string): boolean {
+    const orchestrator = this.#services.manager.get(executionId);
+    if (orchestrator === undefined) return false;
+    const progress = orchestrator.progress();
+    return (
+      progress.seedPending > 0 ||
+      progress.routes.some((r) => r.inFlight > 0 || r.outputsPending > 0 || r.held > 0)
+    );
+  }
+
+  /** True when the broker holds anything for one of the execution's routes (waiting, scheduled or delivered). */
+  async #brokerHolds(executionId: string, record: ExecutionRecord): Promise<boolean> {
+    for (const route of Object.values(record.configSnapshot.routes)) {
       const destination = scopedDestination(executionId, route.inbound.queue);
       try {
-        const stats = await queue.admin.stats({ destination });
-        if (stats.depth + stats.inFlight > 0) {
-          watch.stuckSince = undefined;
-          return;
-        }
+        const stats = await this.#services.queue.admin.stats({ destination });
+        if (stats.depth + stats.inFlight > 0) return true;
       } catch (error) {
         if (!(error instanceof ProviderError && error.reason === "not-found")) throw error;
       }
     }
-    const now = Date.now();
-    if (watch.stuckSince === undefined) {
-      watch.stuckSince = now;
-      return;
-    }
+    return false;
+  }
+
+  #settleMs(record: ExecutionRecord): number {
+    if (this.#options.settleMs !== undefined) return this.#options.settleMs;
+    if (this.#services.queue.capabilities.brokerWideStats === true) return BROKER_WIDE_SETTLE_MS;
     const retry = record.configSnapshot.settings.retry;
     const longestDelay = Math.max(
       retry.max_delay_ms,
-      ...routes.map((r) => r.retry?.max_delay_ms ?? retry.max_delay_ms),
+      ...Object.values(record.configSnapshot.routes).map((r) => r.retry?.max_delay_ms ?? retry.max_delay_ms),
     );
-    const settleMs = this.#options.settleMs ?? Math.max(5000, 2 * longestDelay);
-    if (now - watch.stuckSince < settleMs) return;
-    watch.stuckSince = undefined;
+    return Math.max(LOCAL_STATS_SETTLE_MS, 2 * longestDelay);
+  }
+
+  /**
+   * Re-publishes the open messages of an execution nothing works on any more: the broker held
+   * nothing for it at two looks the settle time apart, and its open rows stayed exactly the same.
+   */
+  async #recoverIfStuck(executionId: string, watch: Watch): Promise<void> {
+    const { lineage, executions, manager, service, logger } = this.#services;
+    // Committed rows only, no flush: this server's own held rows belong to deliveries it runs (then
+    // it is busy) or to messages waiting on the broker (then the broker holds something), and a
+    // flush would write every held row open at each look.
+    const open = await openRowsOf(lineage, executionId);
+    if (open.length === 0) {
+      this.#unwatch(executionId);
+      return;
+    }
+    // The dead server's lease has expired, so whatever it held unacknowledged has gone back to the
+    // broker: an invocation row it left open beside a message that settled since is closed at once,
+    // without waiting for the settle time (which only the re-publish below still needs).
+    // Closing them changes no row the quiet is judged on (see fingerprint), so quiet seen before the
+    // claim still counts.
+    if (watch.armed && (await service.closeInvocationsOfSettledMessages(executionId, open)) > 0)
+      manager.get(executionId)?.nudgeCompletion();
+    const record = await executions.getExecution(executionId);
+    if (record === undefined || record.status !== "running") {
+      this.#unwatch(executionId);
+      return;
+    }
+    // Rows are read before the broker: a message under way between the two either shows on the
+    // broker or changes a row by the next look.
+    if (this.#busyHere(executionId) || (await this.#brokerHolds(executionId, record))) {
+      watch.quiet = undefined;
+      return;
+    }
+    const rows = fingerprint(open);
+    const now = Date.now();
+    const settleMs = this.#settleMs(record);
+    if (watch.quiet?.rows !== rows) {
+      watch.quiet = { rows, since: now };
+      this.#lookAgainIn(watch, settleMs);
+      logger.debug("takeover: the broker holds nothing for the execution; waiting the settle time", {
+        executionId,
+        openRows: open.length,
+        settleMs,
+      });
+      return;
+    }
+    if (now - watch.quiet.since < settleMs || !watch.armed) return;
+    watch.quiet = undefined;
     await service.closeDeadInvocations(executionId);
     const { messages, missing } = await openMessageRows(lineage, executionId);
     if (missing.length > 0)
@@ -273,4 +393,18 @@ export class ClusterNode {
     manager.get(executionId)?.markReseeded(messages.map((m) => m.id));
     await manager.reseed(record, messages);
   }
+}
+
+/**
+ * The open rows as one string: id, status and attempt of each, in id order. An adapter row whose
+ * message has no open row is left out: beside a settled message it belongs to a dead invocation,
+ * closed at the claim, and that must not restart the settle time.
+ */
+function fingerprint(rows: readonly LineageRow[]): string {
+  const openMessages = new Set(rows.filter((r) => r.kind === "message").map((r) => r.messageId));
+  return rows
+    .filter((r) => r.kind !== "adapter" || openMessages.has(r.messageId))
+    .map((r) => `${r.id}:${r.status}:${r.attempt}`)
+    .sort()
+    .join(",");
 }

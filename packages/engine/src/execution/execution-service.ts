@@ -5,6 +5,7 @@ import type {
   ExecutionStoreProtocol,
   JsonValue,
   LineageProtocol,
+  LineageRow,
   Logger,
   PipelineConfig,
 } from "@factflow/protocols";
@@ -251,10 +252,14 @@ export class ExecutionService {
    * Cluster takeover, from the moment a dead server's lease expired: closes the adapter rows left
    * open beside messages that have settled since (the broker redelivered them to a live server,
    * which ran them). Safe while other servers work on the execution: a settled message has no live
-   * invocation. Returns how many it closed.
+   * invocation. Returns how many it closed. `open`: every open row of the execution, read after a
+   * flush, when the caller has it.
    */
-  async closeInvocationsOfSettledMessages(executionId: string): Promise<number> {
-    const dead = await invocationsOfSettledMessages(this.#lineage, executionId);
+  async closeInvocationsOfSettledMessages(
+    executionId: string,
+    open?: readonly LineageRow[],
+  ): Promise<number> {
+    const dead = await invocationsOfSettledMessages(this.#lineage, executionId, open);
     if (dead.length === 0) return 0;
     await abandonAdapterRows(this.#lineage, dead);
     this.#logger.info(`closed ${dead.length} adapter rows a dead server left beside settled messages`, {

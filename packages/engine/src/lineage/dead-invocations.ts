@@ -4,16 +4,17 @@ import { DELIVERY_ABANDONED } from "../errors.js";
 
 const PAGE = 10_000;
 
-/** Every open row of one kind of an execution (after a flush, so this process's writes count). */
+/** Every open row of an execution, of one kind or of all (after a flush, so this process's writes count). */
 export async function openRowsOf(
   lineage: LineageProtocol,
   executionId: string,
-  kind: LineageRow["kind"],
+  kind?: LineageRow["kind"],
 ): Promise<LineageRow[]> {
   const rows: LineageRow[] = [];
   for (const status of OPEN_LINEAGE_STATUSES) {
     for (let offset = 0; ; offset += PAGE) {
-      const page = await lineage.rows(executionId, { kind, status, offset, limit: PAGE });
+      const query = { status, offset, limit: PAGE };
+      const page = await lineage.rows(executionId, kind === undefined ? query : { ...query, kind });
       rows.push(...page.items);
       if (page.items.length < PAGE) break;
     }
@@ -50,12 +51,21 @@ export async function abandonAdapterRows(lineage: LineageProtocol, ids: readonly
 export async function invocationsOfSettledMessages(
   lineage: LineageProtocol,
   executionId: string,
+  /** Every open row of the execution, read after a flush (the adapter and message rows are read otherwise). */
+  open?: readonly LineageRow[],
 ): Promise<string[]> {
   if (lineage.messageStatus === undefined) return [];
-  await lineage.flush();
-  const adapters = await openRowsOf(lineage, executionId, "adapter");
+  if (open === undefined) await lineage.flush();
+  const adapters =
+    open === undefined
+      ? await openRowsOf(lineage, executionId, "adapter")
+      : open.filter((r) => r.kind === "adapter");
   if (adapters.length === 0) return [];
-  const openMessages = new Set((await openRowsOf(lineage, executionId, "message")).map((r) => r.messageId));
+  const messageRows =
+    open === undefined
+      ? await openRowsOf(lineage, executionId, "message")
+      : open.filter((r) => r.kind === "message");
+  const openMessages = new Set(messageRows.map((r) => r.messageId));
   const candidates = adapters.filter((row) => !openMessages.has(row.messageId));
   const settled = new Map<string, boolean>();
   const dead: string[] = [];

@@ -70,6 +70,9 @@ export const ARTEMIS_CAPABILITIES: ProviderCapabilities = Object.freeze({
   orderedGroups: true,
   durable: true,
   maxMessageBytes: 10_485_760,
+  // messageCount holds waiting, scheduled and delivering messages of every consumer; the stats
+  // leave out only stranded deliveries, which no consumer holds (docs/deployment.md).
+  brokerWideStats: true,
 });
 
 /**

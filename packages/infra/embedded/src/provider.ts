@@ -162,6 +162,8 @@ export function createEmbeddedProvider(
     orderedGroups: true,
     durable: config.mode === "file",
     maxMessageBytes: config.maxMessageBytes,
+    // One broker in this process: its queues count every consumer's deliveries and scheduled retries.
+    brokerWideStats: true,
   });
 
   async function open(): Promise<void> {

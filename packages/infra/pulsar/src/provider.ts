@@ -64,6 +64,9 @@ export const PULSAR_CAPABILITIES: ProviderCapabilities = Object.freeze({
   orderedGroups: true,
   durable: true,
   maxMessageBytes: 4_194_304,
+  // The subscription backlogs of the topic and its retry topic: every unacknowledged message,
+  // delayed retries and other consumers' deliveries included.
+  brokerWideStats: true,
 });
 
 /**

@@ -73,6 +73,8 @@ export const REDIS_CAPABILITIES: ProviderCapabilities = Object.freeze({
   // Entries live in Redis; surviving a Redis restart needs AOF or RDB persistence (docs/providers/redis.md).
   durable: true,
   maxMessageBytes: 16_777_216,
+  // Stream entries (every consumer's pending ones included) plus the delayed set.
+  brokerWideStats: true,
 });
 
 const MIN_VERSION: readonly [number, number] = [6, 2];
