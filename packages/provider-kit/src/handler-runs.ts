@@ -23,6 +23,8 @@ export class HandlerRuns {
   readonly #sweep = new DeadlineSweep<HandlerRun>();
   readonly #pool: SignalPool;
   readonly #timeoutMs: number;
+  /** Runs not ended yet, those waiting for a returned handler's `settleAfter` included. */
+  readonly #live = new Set<Promise<HandlerOutcome>>();
 
   constructor(options: HandlerRunsOptions) {
     this.#timeoutMs = options.timeoutMs;
@@ -35,11 +37,37 @@ export class HandlerRuns {
    * frees the caller's concurrency slot once the handler has returned and only its `settleAfter` is
    * awaited.
    */
-  async run(
+  run(
     handler: MessageHandler,
     delivery: Delivery,
     stopWhen?: AbortSignal,
     onReturned?: () => void,
+  ): Promise<HandlerOutcome> {
+    const outcome = this.#run(handler, delivery, stopWhen, onReturned);
+    this.#live.add(outcome);
+    const ended = () => this.#live.delete(outcome);
+    void outcome.then(ended, ended);
+    return outcome;
+  }
+
+  /**
+   * Resolves once every run has ended, and the caller's continuation of each has run. After
+   * {@link abortAll} only runs whose handler returned in time are left, waiting for their
+   * `settleAfter`: a stopping subscription awaits them (bounded) so it settles those deliveries
+   * instead of handing back messages whose work is done.
+   */
+  async drain(): Promise<void> {
+    while (this.#live.size > 0) {
+      await Promise.allSettled([...this.#live]);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  async #run(
+    handler: MessageHandler,
+    delivery: Delivery,
+    stopWhen: AbortSignal | undefined,
+    onReturned: (() => void) | undefined,
   ): Promise<HandlerOutcome> {
     const run = new HandlerRun(this.#timeoutMs, this.#pool);
     const stop = stopWhen === undefined ? undefined : () => run.abort(stopWhen.reason);

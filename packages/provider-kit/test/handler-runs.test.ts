@@ -54,3 +54,28 @@ describe("HandlerRuns", () => {
     expect(called).toBe(false);
   });
 });
+
+describe("HandlerRuns.drain", () => {
+  it("after abortAll, waits only for runs whose handler returned and awaits its settleAfter", async () => {
+    const runs = new HandlerRuns({ timeoutMs: 60_000, releasesSignal: false, concurrency: 2 });
+    const delivery = { message: { id: "m", body: {} }, attempt: 1 } as unknown as Delivery;
+    let commit: () => void = () => {};
+    const settleAfter = new Promise<void>((resolve) => {
+      commit = resolve;
+    });
+    const returned = runs.run(() => ({ status: "ACKNOWLEDGED", settleAfter }) as never, delivery);
+    const hanging = runs.run(() => new Promise<never>(() => {}), delivery);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    runs.abortAll(new Error("subscription closed"));
+    expect(await hanging).toEqual({ kind: "stopped" });
+    let drained = false;
+    const draining = runs.drain().then(() => {
+      drained = true;
+    });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(drained).toBe(false);
+    commit();
+    await draining;
+    expect(await returned).toMatchObject({ kind: "returned" });
+  });
+});

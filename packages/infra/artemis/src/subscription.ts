@@ -220,6 +220,9 @@ export class ArtemisSubscription implements Subscription {
     if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
     this.handlers.abortAll(new Error("subscription closed"));
     for (const dropped of this.waiting.splice(0)) this.deps.guard.release(dropped.ticket);
+    // Handlers that returned wait for their settleAfter (a lineage commit): settle those deliveries
+    // rather than hand back messages whose work is done.
+    await settleWithin(this.handlers.drain(), UNSUBSCRIBE_SETTLE_MS);
     if (this.settling.size > 0)
       await settleWithin(Promise.allSettled([...this.settling]), UNSUBSCRIBE_SETTLE_MS);
     this.detached = true;

@@ -230,8 +230,11 @@ export class Broker {
     return consumer;
   }
 
-  /** Stops a consumer: in-flight handlers are aborted and their messages go back to the front. */
-  detach(consumer: Consumer, reason: string): void {
+  /**
+   * Stops a consumer: in-flight handlers are aborted and their messages go back to the front; a
+   * delivery whose handler already returned is settled once its `settleAfter` has.
+   */
+  detach(consumer: Consumer, reason: string, closing = false): void {
     if (consumer.closed) return;
     consumer.closed = true;
     clearInterval(consumer.sweep);
@@ -239,7 +242,10 @@ export class Broker {
     queue.consumers = queue.consumers.filter((c) => c !== consumer);
     this.#consumers--;
     this.scheduler.setKeepAlive(this.#consumers > 0);
-    for (const active of [...consumer.active]) this.#abandon(active, reason);
+    // A delivery whose handler returned waits only for its settleAfter: it settles then, instead of
+    // handing back a message whose work is done.
+    for (const active of [...consumer.active])
+      if (closing || active.returned !== true) this.#abandon(active, reason);
     if (!this.closed) this.pump(queue);
   }
 
@@ -505,7 +511,8 @@ export class Broker {
   close(): void {
     this.closed = true;
     for (const queue of this.queues.values()) {
-      for (const consumer of queue.consumers) this.detach(consumer, "provider closed");
+      // The journal closes next: nothing may settle after this, so every delivery goes back.
+      for (const consumer of queue.consumers) this.detach(consumer, "provider closed", true);
     }
     this.scheduler.stop();
   }

@@ -242,4 +242,28 @@ describe("settleAfter", () => {
     await waitFor(() => p.counters().acked === 3, "all three to be acknowledged");
     expect(started).toEqual([1, 2, 3]);
   });
+
+  it("settles a delivery waiting for its settleAfter when the subscription stops, instead of handing it back", async () => {
+    const p = await connected();
+    let commit: () => void = () => {};
+    const committed = new Promise<void>((resolve) => {
+      commit = resolve;
+    });
+    let runs = 0;
+    const subscription = await p.subscribe(
+      "/queue/settle-on-stop",
+      () => {
+        runs++;
+        return { status: "ACKNOWLEDGED" as const, settleAfter: committed };
+      },
+      { subscription: "s" },
+    );
+    await p.publish("/queue/settle-on-stop", { body: 1 });
+    await waitFor(() => runs === 1, "the delivery to run");
+    await subscription.unsubscribe();
+    commit();
+    await waitFor(() => p.counters().acked === 1, "the acknowledgement after the commit");
+    expect(p.counters().redelivered).toBe(0);
+    expect((await p.admin.stats({ destination: "/queue/settle-on-stop" })).depth).toBe(0);
+  });
 });

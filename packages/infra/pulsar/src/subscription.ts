@@ -341,6 +341,9 @@ export class PulsarSubscription implements Subscription {
     this.stopped = true;
     this.deps.onStop(this);
     this.handlers.abortAll(new Error("subscription closed"));
+    // Handlers that returned wait for their settleAfter (a lineage commit): settle those deliveries
+    // rather than hand back messages whose work is done.
+    await settleWithin(this.handlers.drain(), SHUTDOWN_STEP_MS);
     await settleWithin(Promise.allSettled([...this.settling]), SHUTDOWN_STEP_MS);
     this.backlog = [];
     for (const source of this.sources) source.stop();
