@@ -219,7 +219,6 @@ export class Broker {
         this.logger,
       ),
       options.releasesSignal,
-      Math.max(prefetch, concurrency),
     );
     queue.consumers = [...queue.consumers, consumer];
     consumer.sweep = setInterval(() => this.#sweep(consumer), consumer.sweepPeriodMs);

@@ -48,11 +48,6 @@ export class Consumer {
     /** Counts each settled delivery and tells the subscriber's `onSettled`. */
     readonly report: SettlementReport,
     releasesSignal = false,
-    /**
-     * Deliveries handed out and not settled yet, at most: the subscription's `prefetch` (never below
-     * `slots`). Only deliveries whose `settleAfter` is awaited go beyond `slots`.
-     */
-    readonly unsettledLimit = slots,
   ) {
     this.shared = handler.length === 1 ? new AbortController() : undefined;
     this.signals = new SignalPool(releasesSignal && this.shared === undefined, slots);
@@ -63,8 +58,16 @@ export class Consumer {
     return Math.min(1_000, Math.max(5, Math.floor(this.handlerTimeoutMs / 4)));
   }
 
+  /**
+   * A free handler slot. Deliveries whose handler returned and that wait only for their
+   * `settleAfter` (a lineage commit) hold no slot and do not count against the prefetch: in this
+   * process they cost a little memory, while counting them would bound a route's rate by its
+   * prefetch over the commit's latency. At most {@link MAX_SETTLING} of them wait at once.
+   */
   get hasCapacity(): boolean {
-    const active = this.active.size;
-    return !this.closed && active - this.settling < this.slots && active < this.unsettledLimit;
+    return !this.closed && this.active.size - this.settling < this.slots && this.settling < MAX_SETTLING;
   }
 }
+
+/** Deliveries of one subscription waiting for their `settleAfter` at once, at most. */
+const MAX_SETTLING = 4096;
