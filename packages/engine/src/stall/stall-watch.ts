@@ -54,6 +54,8 @@ export class StallWatch {
   }
 
   stop(): void {
+    // Progress made since the last tick still ends a reported stall, and says so.
+    if (this.#timer !== undefined) this.#observe();
     clearInterval(this.#timer);
     this.#timer = undefined;
   }
