@@ -21,6 +21,12 @@ export interface WsTransportOptions {
   readonly pingIntervalMs: number;
 }
 
+/**
+ * Longest a local close waits for the broker's side of the close handshake before the socket is
+ * terminated. Without one, `ws` would keep a stalled connection for 30 s.
+ */
+const CLOSE_GRACE_MS = 2_000;
+
 function connectionError(message: string, cause?: unknown): ProviderError {
   return new ProviderError("pulsar", "connection", message, { cause, retryable: true });
 }
@@ -119,11 +125,22 @@ class Socket {
     else this.closeListeners.push(listener);
   }
 
+  /**
+   * Closes with a close handshake, so the frames sent before it (acknowledgements of this very turn,
+   * still corked) reach the broker first: a terminated socket drops them, and the broker hands the
+   * messages they settled to another consumer. A connection that does not finish the handshake
+   * within {@link CLOSE_GRACE_MS} (stalled, or not open) is terminated.
+   */
   close(): void {
     if (this.closed) return;
     this.localClose = true;
-    // terminate, not close: a close handshake on a stalled connection would keep the socket for 30 s.
-    this.ws.terminate();
+    if (this.ws.readyState === WebSocket.OPEN) {
+      const ws = this.ws;
+      const fallback = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
+      fallback.unref();
+      ws.once("close", () => clearTimeout(fallback));
+      ws.close(1000);
+    } else this.ws.terminate();
     this.finish({ kind: "local" });
   }
 
