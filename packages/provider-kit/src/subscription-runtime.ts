@@ -84,11 +84,12 @@ export interface SubscriptionRuntimeOptions<D> {
  *   reissues once the consumer goes), and for `copy-failed` re-create the consumer; `publishCopy` =
  *   `SEND` with a receipt (`_AMQ_SCHED_DELIVERY` for a delay) → `confirmed`; `classifyError` = its
  *   classifier; `release` = release the ticket; `close` = `UNSUBSCRIBE`.
- * - Pulsar: `D` = the message and its consumer link; `receive` = open the links and grant `prefetch`
- *   permits, `redelivered` = `redeliveryCount > 0`; `isCurrent` = the link is the live one; `ack` =
- *   ack; `handBack` = negative ack (nothing on a stop: closing the link redelivers); `publishCopy` =
- *   produce to the retry topic (`deliverAfterMs`) or the dead-letter topic → `confirmed`; `release` =
- *   one more permit; `close` = close the links.
+ * - Pulsar: `D` = the message and its consumer link; `receive` = open the links with a receiver
+ *   queue of `prefetch` (the broker's window of unsettled messages), `redelivered` =
+ *   `redeliveryCount > 0`; `stopReceiving` = stop reopening links (a WebSocket consumer cannot pause);
+ *   `isCurrent` = the link is the live one; `ack` = ack; `handBack` = negative ack for `copy-failed`
+ *   (nothing on a stop: closing the link redelivers); `publishCopy` = produce to the retry topic
+ *   (`deliverAfterMs`) or the dead-letter topic → `confirmed`; `close` = close the links.
  */
 export class SubscriptionRuntime<D> implements Subscription {
   readonly destination: string;

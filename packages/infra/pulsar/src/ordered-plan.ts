@@ -31,5 +31,7 @@ export function planConsumption(handler: MessageHandler, options: ResolvedSubscr
   if (options.ordering !== "fifo") return { subscriptionType: "Shared", handler, options };
   if (hasGroupKey(options)) return { subscriptionType: "Failover", handler, options };
   const serial = groupedSubscription(handler, { ...options, concurrency: 1 });
-  return { subscriptionType: "Failover", handler: serial.handler, options: serial.options };
+  // The lane keeps the order: the runtime hands it the whole window instead of one message at a time.
+  const window = Object.freeze({ ...serial.options, ordering: "none" as const });
+  return { subscriptionType: "Failover", handler: serial.handler, options: window };
 }

@@ -200,26 +200,13 @@ export function createPulsarProvider(
       const plan = planConsumption(handler, options);
       const subscription = new PulsarSubscription(
         { config, transport, producers, topics, counters, logger, onStop: (s) => subscriptions.delete(s) },
-        {
-          route,
-          handler: plan.handler,
-          prefetch: plan.options.prefetch,
-          concurrency: plan.options.concurrency,
-          policy: plan.options.retry,
-          handlerTimeoutMs: plan.options.handlerTimeoutMs,
-          releasesSignal: plan.options.releasesSignal,
-          onSettled: options.onSettled,
-          subscriptionType: plan.subscriptionType,
-        },
+        route,
+        plan,
       );
       subscriptions.add(subscription);
-      try {
-        await subscription.attach();
-      } catch (error) {
-        await subscription.unsubscribe();
-        throw error;
-      }
-      return subscription;
+      // On failure the runtime has stopped the subscription, links closed and forgotten.
+      await subscription.runtime.start();
+      return subscription.runtime;
     },
 
     counters() {

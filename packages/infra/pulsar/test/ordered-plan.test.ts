@@ -35,6 +35,9 @@ describe("planConsumption", () => {
     expect(plan.handler).not.toBe(handler);
     // The broker is never asked to retry: the lane does, with the caller's budget.
     expect(plan.options.retry.maxAttempts).toBe(1);
+    // The lane keeps the order, so the subscription hands it a whole window, not one at a time.
+    expect(plan.options.prefetch).toBeGreaterThanOrEqual(GROUP_LANE_WINDOW);
+    expect(plan.options.ordering).toBe("none");
   });
 
   it("declares ordered groups, and still no priorities", () => {
