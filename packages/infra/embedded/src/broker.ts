@@ -354,7 +354,9 @@ export class Broker {
   /** A handler's result, carried out once its `settleAfter` (if any) has settled. */
   #returned(active: ActiveDelivery, result: HandlerResult): void {
     const after = settleAfterOf(result);
-    if (after === undefined) {
+    // Already settled by a timeout or a stop: the late result settles nothing (see #settle), and
+    // counted as settling it would free a slot no handler gave back.
+    if (after === undefined || active.done) {
       this.#settle(active, { kind: "returned", result });
       return;
     }

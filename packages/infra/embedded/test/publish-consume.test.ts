@@ -242,6 +242,52 @@ describe("settleAfter", () => {
     await waitFor(() => p.counters().acked === 3, "all three to be acknowledged");
   });
 
+  it("keeps the slot of a handler that returns a settleAfter after its timeout already settled it", async () => {
+    const p = await connected();
+    let lateReturned = false;
+    const started: string[] = [];
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await p.subscribe(
+      "/queue/late-settle-after",
+      async (d, signal) => {
+        const body = d.message.body as string;
+        if (body === "slow" && d.attempt === 1) {
+          // Ignores its deadline, then returns late with a commit to wait for (one that never ends).
+          await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+          lateReturned = true;
+          return { status: "ACKNOWLEDGED" as const, settleAfter: new Promise<void>(() => {}) };
+        }
+        started.push(body);
+        if (body === "first") await gate;
+        return "ACKNOWLEDGED" as const;
+      },
+      {
+        subscription: "s",
+        concurrency: 1,
+        prefetch: 1,
+        handlerTimeoutMs: 20,
+        retry: { maxAttempts: 3, initialDelayMs: 1 },
+      },
+    );
+    await p.publish("/queue/late-settle-after", { body: "slow" });
+    await waitFor(
+      () => lateReturned && started.includes("slow"),
+      "the timed-out delivery to return late and run again",
+    );
+    await p.publish("/queue/late-settle-after", { body: "first" });
+    await p.publish("/queue/late-settle-after", { body: "second" });
+    await waitFor(() => started.includes("first"), "the first delivery to start");
+    await new Promise((resolve) => setImmediate(resolve));
+    // One handler at a time: the late result must not have handed out a second slot.
+    expect(started).toEqual(["slow", "first"]);
+    release();
+    await waitFor(() => started.includes("second"), "the second delivery to start");
+    expect(p.counters().superseded).toBe(1);
+  });
+
   it("settles a delivery waiting for its settleAfter when the subscription stops, instead of handing it back", async () => {
     const p = await connected();
     let commit: () => void = () => {};
