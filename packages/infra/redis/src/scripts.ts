@@ -380,3 +380,10 @@ for _, c in ipairs(list) do
 end
 return claimed`,
 );
+
+let nonceCounter = 0;
+/** Makes each delayed-set member unique, so two identical copies scheduled at once are both kept. */
+export function nonce(): string {
+  nonceCounter = (nonceCounter + 1) % Number.MAX_SAFE_INTEGER;
+  return `${process.pid.toString(36)}.${Date.now().toString(36)}.${nonceCounter.toString(36)}.${Math.random().toString(36).slice(2, 8)}`;
+}
