@@ -84,6 +84,12 @@ export interface SubscriptionPort<D> {
   classifyError(error: unknown, operation: string): ProviderError;
   /** The runtime is done with the delivery, whatever became of it: room for another one. */
   release?(delivery: D): void;
+  /**
+   * A handler slot became free: its handler returned (its delivery may still await a `settleAfter`)
+   * or its delivery was settled. For a port whose flow control reads more while a handler is idle
+   * (a read window, say), since a delivery awaiting its `settleAfter` is not released until it settles.
+   */
+  handlerFreed?(): void;
   /** The last step of a stop, after every settlement finished or timed out: close the consumer. */
   close?(): Promise<void>;
 }

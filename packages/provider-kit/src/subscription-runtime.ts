@@ -69,13 +69,14 @@ export interface SubscriptionRuntimeOptions<D> {
  *   confirm → `confirmed`; `classifyError` = `classifyAmqpError`; `close` = the channel's
  *   hand-back-and-close.
  * - Redis streams: `D` = the entry id and its raw fields. `receive` = the `XREADGROUP` loop on the
- *   reader connection, sized from `unsettled` and woken by `release` (plus reclaimed entries,
- *   `redelivered` true); `stopReceiving` = disconnect the reader and stop heartbeat and reclaim;
- *   `isCurrent` = always true (the scripts find out); `ack` = the batched `XACK` (false when the entry
- *   was reclaimed); `handBack` = the SETTLE script's `back` mode; `publishCopy` = the SETTLE script
- *   (copy and `XACK` in one script, retried while Redis is unreachable) → `settled`, or `superseded`
- *   when another consumer reclaimed the entry; `classifyError` = `classifyRedisError`; `close` = hand
- *   back stray entries, then `LEAVE`.
+ *   reader connection, sized from `unsettled`, `waiting` and `running` and woken by `release` and
+ *   `handlerFreed` (plus reclaimed entries, `redelivered` true); `stopReceiving` = disconnect the
+ *   reader and stop heartbeat and reclaim; `isCurrent` = always true (the scripts find out); `ack` =
+ *   the batched `XACK` (false when the entry was reclaimed); `handBack` = the SETTLE script's `back`
+ *   mode (both sent again while Redis is unreachable: the scripts are idempotent); `publishCopy` = the
+ *   SETTLE script (copy and `XACK` in one script) → `settled`, or `superseded` when another consumer
+ *   reclaimed the entry; `classifyError` = `classifyRedisError`; `close` = hand back stray entries,
+ *   then `LEAVE`.
  * - Artemis (STOMP): `D` = the frame, its decoded message and its settlement-guard ticket. `receive` =
  *   `SUBSCRIBE` with `ack: client-individual` (the consumer window is the flow control),
  *   `redelivered` = the redelivered header or a reissue the guard saw; `stopReceiving` = nothing
@@ -214,6 +215,7 @@ export class SubscriptionRuntime<D> implements Subscription {
         taken = false;
         this.#running -= 1;
         this.#pump();
+        this.#port.handlerFreed?.();
       };
       void this.#handle(received, free);
     }

@@ -13,8 +13,9 @@ export interface Corkable {
  * frame of a turn and uncorks it with `setImmediate`, after the I/O callbacks and promise reactions
  * of that turn: the burst leaves in one `writev`, the same bytes in the same order, before the
  * event loop waits for anything, so no publish, acknowledgement or heart-beat is held past the turn
- * that sent it. Closing the socket (`end()`) flushes what is corked. The RabbitMQ provider does the
- * same around amqplib's own copy loop (`write-batching.ts`).
+ * that sent it. Closing the socket (`end()`) flushes what is corked. The Redis provider corks its
+ * command connection with one per socket (`corkUntilNextTurn`); the RabbitMQ provider does the same
+ * around amqplib's own copy loop (`write-batching.ts`).
  */
 export class TurnCork {
   readonly #socket: Corkable;

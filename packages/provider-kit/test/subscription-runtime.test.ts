@@ -472,4 +472,40 @@ describe("SubscriptionRuntime", () => {
     await state.next((c) => c.op === "release" && c.id === "a");
     expect([runtime.running, runtime.unsettled]).toEqual([0, 0]);
   });
+
+  it("tells the port a handler slot is free once a handler returns, before its settleAfter lets the delivery go", async () => {
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    const held = heldHandler();
+    const { port, state } = testPort();
+    let freed = 0;
+    let freedWhileUnsettled = 0;
+    let firstFree!: () => void;
+    const wasFreed = new Promise<void>((resolve) => (firstFree = resolve));
+    const runtime: SubscriptionRuntime<Msg> = new SubscriptionRuntime({
+      provider: "test",
+      destination: "/queue/orders",
+      handler: held.handler,
+      options: resolveSubscribeOptions({ subscription: "sub", concurrency: 1, prefetch: 2 }, CAPS),
+      port: {
+        ...port,
+        handlerFreed() {
+          freed += 1;
+          if (runtime.unsettled > 0 && runtime.running === 0) freedWhileUnsettled += 1;
+          firstFree();
+        },
+      },
+      counters: emptyDurabilityCounters(),
+    });
+    await runtime.start();
+    state.deliver(message("a"));
+    await held.until(1);
+    held.started[0]?.answer({ status: MessageStatus.ACKNOWLEDGED, settleAfter: committed });
+    await wasFreed;
+    expect([freed, freedWhileUnsettled], "freed once, a still unsettled").toEqual([1, 1]);
+    expect(state.ops(), "a neither acknowledged nor released before its settleAfter").toEqual(["receive"]);
+    commit();
+    await state.next((c) => c.op === "release" && c.id === "a");
+    expect(freed, "the slot is freed once per delivery").toBe(1);
+  });
 });

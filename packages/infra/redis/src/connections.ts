@@ -1,4 +1,5 @@
 import type { Logger } from "@factflow/protocols";
+import { type Corkable, TurnCork } from "@factflow/provider-kit";
 import { Redis, type RedisOptions } from "ioredis";
 import type { RedisConfig } from "./config.js";
 import { redactSecrets } from "./config.js";
@@ -64,22 +65,23 @@ export function openReaderConnection(config: RedisConfig, logger: Logger): Redis
   return logErrors(new Redis(config.url, options), config, logger, "reader");
 }
 
-const corked = new WeakSet<Redis>();
+/** One cork per socket: a reconnected client writes on a new socket. */
+const corks = new WeakMap<Corkable, TurnCork>();
 
 /**
- * Makes one socket write of the commands issued on `redis` during this event-loop turn: its socket
- * is corked now and uncorked by `setImmediate`, so the same bytes go out in the same order at the
- * end of the turn, in one system call instead of one per command. A no-op while the connection is
- * not ready (ioredis queues those commands itself and writes them on reconnect).
+ * Makes one socket write of the commands issued on `redis` during this event-loop turn (the kit's
+ * `TurnCork` on its current socket). A no-op while the connection is not ready (ioredis queues those
+ * commands itself and writes them on reconnect).
  */
 export function corkUntilNextTurn(redis: Redis): void {
-  if (redis.status !== "ready" || corked.has(redis)) return;
-  const socket = (redis as unknown as { stream?: { cork?: () => void; uncork?: () => void } }).stream;
+  if (redis.status !== "ready") return;
+  const socket = (redis as unknown as { stream?: Partial<Corkable> }).stream;
   if (typeof socket?.cork !== "function" || typeof socket.uncork !== "function") return;
-  corked.add(redis);
-  socket.cork();
-  setImmediate(() => {
-    corked.delete(redis);
-    socket.uncork?.();
-  });
+  const corkable = socket as Corkable;
+  let cork = corks.get(corkable);
+  if (cork === undefined) {
+    cork = new TurnCork(corkable);
+    corks.set(corkable, cork);
+  }
+  cork.beforeWrite();
 }

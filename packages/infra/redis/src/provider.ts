@@ -29,8 +29,8 @@ import { parseRedisConfig, type RedisConfig, type RedisConfigInput } from "./con
 import { corkUntilNextTurn, openCommandConnection, openReaderConnection } from "./connections.js";
 import { DelayedPump } from "./delayed-pump.js";
 import { baseKey, laneFor, subscriptionSetKey, topicLanePrefix } from "./naming.js";
-import { PUBLISH_TOPIC, runScript, SCHEDULE } from "./scripts.js";
-import { nonce, RedisSubscription } from "./subscription.js";
+import { nonce, PUBLISH_TOPIC, runScript, SCHEDULE } from "./scripts.js";
+import { RedisSubscription } from "./subscription.js";
 
 /** Options besides the config. */
 export interface RedisProviderOptions {
@@ -188,7 +188,7 @@ export function createRedisProvider(
     },
 
     async close() {
-      await Promise.allSettled([...subscriptions].map((s) => s.unsubscribe()));
+      await Promise.allSettled([...subscriptions].map((s) => s.runtime.unsubscribe()));
       const client = redis;
       if (client === undefined) return;
       await settleWithin(client.quit(), 2_000);
@@ -268,25 +268,17 @@ export function createRedisProvider(
             if (live?.size === 0) pumps.delete(lane.stream);
           },
         },
-        {
-          subscription: options.subscription,
-          handler,
-          prefetch: options.prefetch,
-          concurrency: options.concurrency,
-          policy: options.retry,
-          handlerTimeoutMs: options.handlerTimeoutMs,
-          releasesSignal: options.releasesSignal,
-          onSettled: options.onSettled,
-        },
+        handler,
+        options,
       );
       subscriptions.add(subscription);
       try {
-        await subscription.start();
+        // A subscription that cannot start is stopped by the runtime before this rejects.
+        await subscription.runtime.start();
       } catch (error) {
-        await subscription.unsubscribe();
         throw classifyRedisError(error, `subscribe to "${destination}"`, config.url);
       }
-      return subscription;
+      return subscription.runtime;
     },
 
     async claimFromNode(node: string) {

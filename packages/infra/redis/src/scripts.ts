@@ -114,12 +114,14 @@ return 1`,
 /**
  * KEYS: stream. ARGV: group, consumer, entry ids...
  * Acknowledges a batch of deliveries (those settled during one event-loop turn) with the same rule
- * as SETTLE's `ack` for each: XACK + XDEL only when this consumer still holds the entry. Returns one
- * code per id, as SETTLE does: 1 settled, 2 settled before, 0 held by another consumer, -1 no group.
+ * as SETTLE's `ack` for each: XACK + XDEL only when this consumer still holds the entry (the held
+ * ones in one XACK and one XDEL). Returns one code per id, as SETTLE does: 1 settled, 2 settled
+ * before, 0 held by another consumer, -1 no group.
  */
 export const SETTLE_ACKS = script(
   "settle-acks",
   `local out = {}
+local held = {}
 for i = 3, #ARGV do
   local id = ARGV[i]
   local ok, p = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1], id, id, 1)
@@ -130,10 +132,13 @@ for i = 3, #ARGV do
   elseif p[1][2] ~= ARGV[2] then
     out[#out + 1] = 0
   else
-    redis.call('XACK', KEYS[1], ARGV[1], id)
-    redis.call('XDEL', KEYS[1], id)
+    held[#held + 1] = id
     out[#out + 1] = 1
   end
+end
+if #held > 0 then
+  redis.call('XACK', KEYS[1], ARGV[1], unpack(held))
+  redis.call('XDEL', KEYS[1], unpack(held))
 end
 return out`,
 );
@@ -380,3 +385,10 @@ for _, c in ipairs(list) do
 end
 return claimed`,
 );
+
+let nonceCounter = 0;
+/** Makes each delayed-set member unique, so two identical copies scheduled at once are both kept. */
+export function nonce(): string {
+  nonceCounter = (nonceCounter + 1) % Number.MAX_SAFE_INTEGER;
+  return `${process.pid.toString(36)}.${Date.now().toString(36)}.${nonceCounter.toString(36)}.${Math.random().toString(36).slice(2, 8)}`;
+}

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import type { ConnectOverride } from "@factflow/infra-testkit";
+import { type ConnectOverride, probeTcp } from "@factflow/infra-testkit";
 import { Redis } from "ioredis";
+import { afterAll } from "vitest";
 
 /** The Redis the integration tests use: FACTFLOW_REDIS_URL, else the local default. */
 export const REDIS_URL = process.env.FACTFLOW_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -40,4 +41,24 @@ export async function deleteKeysWithPrefix(prefix: string): Promise<number> {
     redis.disconnect();
   }
   return deleted;
+}
+
+/**
+ * What an integration test file runs under: a key prefix of its own (its keys are deleted after
+ * the file's tests), whether its tests are skipped (Redis unreachable, unless
+ * FACTFLOW_REQUIRE_SERVICES=1 makes that a failure) and its title, saying why when Redis is not there.
+ */
+export async function redisTestFile(
+  title: string,
+): Promise<{ keyPrefix: string; skip: boolean; title: string }> {
+  const available = await probeTcp(REDIS_HOST, REDIS_PORT);
+  const keyPrefix = testPrefix();
+  afterAll(async () => {
+    if (available.ok) await deleteKeysWithPrefix(keyPrefix);
+  });
+  return {
+    keyPrefix,
+    skip: !available.ok && process.env.FACTFLOW_REQUIRE_SERVICES !== "1",
+    title: available.ok ? title : `${title} (Redis not reachable: ${available.reason})`,
+  };
 }
