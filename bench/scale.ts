@@ -190,6 +190,8 @@ interface Round {
   readonly items: number;
   /** How long each handler of the two routes after the fan-out waits; 0 passes straight on. */
   readonly handlerMs: number;
+  /** Items of the execution each server runs before the clock starts. */
+  readonly warmupItems: number;
   /** Where each server writes a V8 CPU profile when it exits (`--cpu-prof DIR`), if anywhere. */
   readonly profileDir: string | undefined;
 }
@@ -217,7 +219,7 @@ async function runExecutions(servers: readonly Server[], inputs: readonly unknow
   }
 }
 
-async function round({ provider, processes, executions, items, handlerMs, profileDir }: Round) {
+async function round({ provider, processes, executions, items, handlerMs, warmupItems, profileDir }: Round) {
   const dir = mkdtempSync(join(tmpdir(), "factflow-bench-scale-"));
   const configDir = join(dir, "configs");
   mkdirSync(configDir, { recursive: true });
@@ -264,7 +266,7 @@ routes:
     // message), then the servers' CPU over an idle while (discovery, heartbeats, polls).
     await runExecutions(
       servers,
-      servers.map(() => ({ items: Array.from({ length: 2 * CONCURRENCY }, (_, n) => n) })),
+      servers.map(() => ({ items: Array.from({ length: warmupItems }, (_, n) => n) })),
     );
     const idleBefore = servers.map((s) => cpuMs(s.child.pid));
     await sleep(IDLE_SAMPLE_MS);
@@ -325,6 +327,7 @@ export async function run(args: string[]): Promise<void> {
       executions: { type: "string" },
       items: { type: "string" },
       "cpu-prof": { type: "string" },
+      "warmup-items": { type: "string" },
     },
   });
   const providers = (values.providers ?? positionals[0] ?? "rabbitmq").split(",").map((p) => p.trim());
@@ -339,7 +342,10 @@ export async function run(args: string[]): Promise<void> {
   const executions = Number(values.executions ?? positionals[1] ?? (handlerMs > 0 ? 1 : 6));
   const items = Number(values.items ?? positionals[2] ?? (handlerMs > 0 ? 3000 : 500));
   const counts = numbers(values.processes);
-  const invalid = [executions, items, handlerMs, ...counts].some((n) => !Number.isInteger(n) || n < 0);
+  const warmupItems = Number(values["warmup-items"] ?? 2 * CONCURRENCY);
+  const invalid = [executions, items, handlerMs, warmupItems, ...counts].some(
+    (n) => !Number.isInteger(n) || n < 0,
+  );
   if (invalid || counts.some((n) => n < 1)) {
     console.error(
       "[factflow/bench] scale: executions, items, --handler-ms and --processes take whole numbers",
@@ -356,6 +362,7 @@ export async function run(args: string[]): Promise<void> {
         executions,
         items,
         handlerMs,
+        warmupItems,
         profileDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
       });
       baseline ??= r;
