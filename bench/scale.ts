@@ -141,6 +141,19 @@ function syscalls(pid: number | undefined): number {
   }
 }
 
+/** The machine's CPU time so far, in clock ticks: busy (every process) and total (Linux /proc/stat). */
+function machineCpu(): { busy: number; total: number } {
+  try {
+    const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1);
+    const ticks = fields.map(Number);
+    const total = ticks.reduce((sum, t) => sum + t, 0);
+    // idle and iowait
+    return { busy: total - (ticks[3] ?? 0) - (ticks[4] ?? 0), total };
+  } catch {
+    return { busy: 0, total: 0 };
+  }
+}
+
 /** Times a process has blocked waiting for an event (Linux /proc): each is one wake-up of its event loop. */
 function wakeups(pid: number | undefined): number {
   if (pid === undefined) return 0;
@@ -274,6 +287,7 @@ routes:
     const cpuBefore = servers.map((s) => cpuMs(s.child.pid));
     const callsBefore = servers.map((s) => syscalls(s.child.pid));
     const wakeupsBefore = servers.map((s) => wakeups(s.child.pid));
+    const machineBefore = machineCpu();
     const xactsBefore = await databaseCalls(database.url);
     const started = performance.now();
     await runExecutions(
@@ -283,6 +297,7 @@ routes:
     const seconds = (performance.now() - started) / 1000;
     const cpu = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid) - (cpuBefore[i] ?? 0), 0);
     const calls = servers.reduce((sum, s, i) => sum + syscalls(s.child.pid) - (callsBefore[i] ?? 0), 0);
+    const machineAfter = machineCpu();
     const woken = servers.reduce((sum, s, i) => sum + wakeups(s.child.pid) - (wakeupsBefore[i] ?? 0), 0);
     // PostgreSQL publishes a backend's counts when it goes idle, at most once a second.
     await sleep(STATS_DELAY_MS);
@@ -293,6 +308,8 @@ routes:
       cpuMsPerMsg: cpu / messages,
       syscallsPerMsg: calls / messages,
       wakeupsPerMsg: woken / messages,
+      machineBusy:
+        (machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total),
       dbXactsPerMsg: xacts / messages,
       idleCpuMsPerServerSec: idle / processes / (IDLE_SAMPLE_MS / 1000),
       messages,
@@ -380,6 +397,7 @@ export async function run(args: string[]): Promise<void> {
           syscallsPerMsg: Math.round(r.syscallsPerMsg * 100) / 100,
           dbXactsPerMsg: Math.round(r.dbXactsPerMsg * 100) / 100,
           wakeupsPerMsg: Math.round(r.wakeupsPerMsg * 100) / 100,
+          machineBusy: Math.round(r.machineBusy * 100) / 100,
           idleCpuMsPerServerSec: Math.round(r.idleCpuMsPerServerSec),
           messages: r.messages,
           seconds: Math.round(r.seconds * 100) / 100,
