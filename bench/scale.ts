@@ -1,6 +1,6 @@
 /**
  * `pnpm bench scale [provider] [executions] [items] [--providers a,b] [--processes 1,2,3]
- * [--handler-ms N] [--executions N] [--items N]`: the same pipeline on 1, 2 and 3 (or `--processes`)
+ * [--handler-ms N] [--executions N] [--items N] [--cpu-prof DIR]`: the same pipeline on 1, 2 and 3 (or `--processes`)
  * `factflow serve` processes sharing one broker (`rabbitmq`, `artemis`, `redis` or `pulsar`) and one
  * PostgreSQL (cluster mode, see docs/deployment.md). Each round gets a fresh database (and, on Redis,
  * a key prefix of its own), starts its servers, starts the executions round-robin through them, and
@@ -16,6 +16,9 @@
  * items): one server is bound by the wait, and servers add capacity where the machine's two cores
  * do not bound it.
  *
+ * `--cpu-prof DIR` starts each server with `--cpu-prof`: it writes a V8 CPU profile under
+ * `DIR/<provider>-<processes>/` when it exits (warm-up and idle sample included).
+ *
  * A "message" is one delivery handled by a route: per execution, the init message plus every item
  * on each of the two routes after the fan-out. CPU is the servers' own user+system time (from
  * /proc), so the broker's and PostgreSQL's share of the machine is not in `cpuMsPerMsg`.
@@ -26,6 +29,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { Client } from "pg";
 import { deleteRedisPrefix } from "./_redis-prefix.js";
 import { createScratchDatabase } from "./_scratch-database.js";
 
@@ -37,6 +41,8 @@ const CONCURRENCY = 8;
 const PREFETCH = 16;
 /** How long the servers' CPU is sampled while they hold no work. */
 const IDLE_SAMPLE_MS = 3000;
+/** How long PostgreSQL may take to publish its backends' transaction counts. */
+const STATS_DELAY_MS = 1500;
 
 const PROVIDERS = ["rabbitmq", "artemis", "redis", "pulsar"] as const;
 type Provider = (typeof PROVIDERS)[number];
@@ -77,10 +83,11 @@ interface Server {
   output(): string;
 }
 
-function startServer(env: Record<string, string>): Promise<Server> {
+function startServer(env: Record<string, string>, profileDir?: string): Promise<Server> {
+  const profile = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`];
   const child = spawn(
     process.execPath,
-    ["--conditions=factflow-source", "--import", "tsx", CLI, "serve", "--port", "0"],
+    [...profile, "--conditions=factflow-source", "--import", "tsx", CLI, "serve", "--port", "0"],
     {
       cwd: ROOT,
       env: {
@@ -123,6 +130,56 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
+/** Read and write system calls of a process so far (Linux /proc): its socket round trips. */
+function syscalls(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, "utf8");
+    return Number(/syscr: (\d+)/.exec(io)?.[1] ?? 0) + Number(/syscw: (\d+)/.exec(io)?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** The machine's CPU time so far, in clock ticks: busy (every process) and total (Linux /proc/stat). */
+function machineCpu(): { busy: number; total: number } {
+  try {
+    const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1);
+    const ticks = fields.map(Number);
+    const total = ticks.reduce((sum, t) => sum + t, 0);
+    // idle and iowait
+    return { busy: total - (ticks[3] ?? 0) - (ticks[4] ?? 0), total };
+  } catch {
+    return { busy: 0, total: 0 };
+  }
+}
+
+/** Times a process has blocked waiting for an event (Linux /proc): each is one wake-up of its event loop. */
+function wakeups(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** Statements and transactions PostgreSQL has counted on a database so far (its statistics views). */
+async function databaseCalls(url: string): Promise<number> {
+  const client = new Client({ connectionString: url });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>(
+      "SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()",
+    );
+    return Number(rows[0]?.n ?? 0);
+  } finally {
+    await client.end();
+  }
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: JSON answers of the API.
 async function api(base: string, method: string, path: string, body?: unknown): Promise<any> {
   const response = await fetch(`${base}${path}`, {
@@ -146,6 +203,10 @@ interface Round {
   readonly items: number;
   /** How long each handler of the two routes after the fan-out waits; 0 passes straight on. */
   readonly handlerMs: number;
+  /** Items of the execution each server runs before the clock starts. */
+  readonly warmupItems: number;
+  /** Where each server writes a V8 CPU profile when it exits (`--cpu-prof DIR`), if anywhere. */
+  readonly profileDir: string | undefined;
 }
 
 /** A route's adapter: a wait of `handlerMs` (an HTTP or model call) or a passthrough. */
@@ -171,7 +232,7 @@ async function runExecutions(servers: readonly Server[], inputs: readonly unknow
   }
 }
 
-async function round({ provider, processes, executions, items, handlerMs }: Round) {
+async function round({ provider, processes, executions, items, handlerMs, warmupItems, profileDir }: Round) {
   const dir = mkdtempSync(join(tmpdir(), "factflow-bench-scale-"));
   const configDir = join(dir, "configs");
   mkdirSync(configDir, { recursive: true });
@@ -201,13 +262,16 @@ routes:
   try {
     for (let i = 0; i < processes; i++) {
       servers.push(
-        await startServer({
-          FACTFLOW_DATA_DIR: join(dir, `data-${i}`),
-          FACTFLOW_CONFIG_DIR: configDir,
-          FACTFLOW_PROVIDER: provider,
-          FACTFLOW_DATABASE_URL: database.url,
-          ...providerEnv(provider, redisPrefix),
-        }),
+        await startServer(
+          {
+            FACTFLOW_DATA_DIR: join(dir, `data-${i}`),
+            FACTFLOW_CONFIG_DIR: configDir,
+            FACTFLOW_PROVIDER: provider,
+            FACTFLOW_DATABASE_URL: database.url,
+            ...providerEnv(provider, redisPrefix),
+          },
+          profileDir === undefined ? undefined : join(profileDir, `${provider}-${processes}`),
+        ),
       );
     }
     // Not measured: one small execution started through each server, so every process has loaded
@@ -215,12 +279,16 @@ routes:
     // message), then the servers' CPU over an idle while (discovery, heartbeats, polls).
     await runExecutions(
       servers,
-      servers.map(() => ({ items: Array.from({ length: 2 * CONCURRENCY }, (_, n) => n) })),
+      servers.map(() => ({ items: Array.from({ length: warmupItems }, (_, n) => n) })),
     );
     const idleBefore = servers.map((s) => cpuMs(s.child.pid));
     await sleep(IDLE_SAMPLE_MS);
     const idle = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid) - (idleBefore[i] ?? 0), 0);
     const cpuBefore = servers.map((s) => cpuMs(s.child.pid));
+    const callsBefore = servers.map((s) => syscalls(s.child.pid));
+    const wakeupsBefore = servers.map((s) => wakeups(s.child.pid));
+    const machineBefore = machineCpu();
+    const xactsBefore = await databaseCalls(database.url);
     const started = performance.now();
     await runExecutions(
       servers,
@@ -228,10 +296,21 @@ routes:
     );
     const seconds = (performance.now() - started) / 1000;
     const cpu = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid) - (cpuBefore[i] ?? 0), 0);
+    const calls = servers.reduce((sum, s, i) => sum + syscalls(s.child.pid) - (callsBefore[i] ?? 0), 0);
+    const machineAfter = machineCpu();
+    const woken = servers.reduce((sum, s, i) => sum + wakeups(s.child.pid) - (wakeupsBefore[i] ?? 0), 0);
+    // PostgreSQL publishes a backend's counts when it goes idle, at most once a second.
+    await sleep(STATS_DELAY_MS);
+    const xacts = (await databaseCalls(database.url)) - xactsBefore;
     const messages = executions * (1 + 2 * items);
     return {
       msgsPerSec: messages / seconds,
       cpuMsPerMsg: cpu / messages,
+      syscallsPerMsg: calls / messages,
+      wakeupsPerMsg: woken / messages,
+      machineBusy:
+        (machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total),
+      dbXactsPerMsg: xacts / messages,
       idleCpuMsPerServerSec: idle / processes / (IDLE_SAMPLE_MS / 1000),
       messages,
       seconds,
@@ -264,6 +343,8 @@ export async function run(args: string[]): Promise<void> {
       "handler-ms": { type: "string", default: "0" },
       executions: { type: "string" },
       items: { type: "string" },
+      "cpu-prof": { type: "string" },
+      "warmup-items": { type: "string" },
     },
   });
   const providers = (values.providers ?? positionals[0] ?? "rabbitmq").split(",").map((p) => p.trim());
@@ -278,7 +359,10 @@ export async function run(args: string[]): Promise<void> {
   const executions = Number(values.executions ?? positionals[1] ?? (handlerMs > 0 ? 1 : 6));
   const items = Number(values.items ?? positionals[2] ?? (handlerMs > 0 ? 3000 : 500));
   const counts = numbers(values.processes);
-  const invalid = [executions, items, handlerMs, ...counts].some((n) => !Number.isInteger(n) || n < 0);
+  const warmupItems = Number(values["warmup-items"] ?? 2 * CONCURRENCY);
+  const invalid = [executions, items, handlerMs, warmupItems, ...counts].some(
+    (n) => !Number.isInteger(n) || n < 0,
+  );
   if (invalid || counts.some((n) => n < 1)) {
     console.error(
       "[factflow/bench] scale: executions, items, --handler-ms and --processes take whole numbers",
@@ -289,7 +373,15 @@ export async function run(args: string[]): Promise<void> {
   for (const provider of providers as Provider[]) {
     let baseline: { msgsPerSec: number; cpuMsPerMsg: number } | undefined;
     for (const processes of counts) {
-      const r = await round({ provider, processes, executions, items, handlerMs });
+      const r = await round({
+        provider,
+        processes,
+        executions,
+        items,
+        handlerMs,
+        warmupItems,
+        profileDir: values["cpu-prof"] === undefined ? undefined : resolve(values["cpu-prof"]),
+      });
       baseline ??= r;
       console.log(
         JSON.stringify({
@@ -302,6 +394,10 @@ export async function run(args: string[]): Promise<void> {
           cpuMsPerMsg: Math.round(r.cpuMsPerMsg * 1000) / 1000,
           speedup: Math.round((r.msgsPerSec / baseline.msgsPerSec) * 100) / 100,
           cpuRatio: Math.round((r.cpuMsPerMsg / baseline.cpuMsPerMsg) * 100) / 100,
+          syscallsPerMsg: Math.round(r.syscallsPerMsg * 100) / 100,
+          dbXactsPerMsg: Math.round(r.dbXactsPerMsg * 100) / 100,
+          wakeupsPerMsg: Math.round(r.wakeupsPerMsg * 100) / 100,
+          machineBusy: Math.round(r.machineBusy * 100) / 100,
           idleCpuMsPerServerSec: Math.round(r.idleCpuMsPerServerSec),
           messages: r.messages,
           seconds: Math.round(r.seconds * 100) / 100,

@@ -468,3 +468,91 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
     }
   });
 });
+
+describe("cluster mode: completion polls per execution, not per server", () => {
+  it("a server holding no work of an execution stops polling it; one live server claims an execution whose owner left", async () => {
+    const queue = createEmbeddedProvider({ mode: "memory" });
+    await queue.connect();
+    const db = openMemoryLineageDatabase();
+    const nodes = new Set(["s0", "s1"]);
+    const owners = new Map<string, string>();
+    let ticks = 0;
+    const store = {
+      ...memoryClusterStore(db.executions),
+      runningExecutionOwners: async () => {
+        ticks++;
+        const running = (await db.executions.listExecutions({ status: "running", limit: 1000 })).items;
+        return running.map((e) => {
+          const owner = owners.get(e.id) ?? null;
+          return { id: e.id, owner, ownerPresent: owner !== null && nodes.has(owner) };
+        });
+      },
+      claimExecution: async (executionId: string, nodeId: string) => {
+        const owner = owners.get(executionId);
+        if (owner !== undefined && nodes.has(owner)) return { claimed: false };
+        owners.set(executionId, nodeId);
+        return { claimed: true };
+      },
+    };
+    // Each server's completion checks, counted apart.
+    const checks = [0, 0];
+    for (let i = 0; i < 2; i++) {
+      const lineage = new Proxy(db.lineage, {
+        get(target, key) {
+          if (key === "countOpen")
+            return (id: string) => {
+              checks[i] = (checks[i] ?? 0) + 1;
+              return target.countOpen(id);
+            };
+          const value = Reflect.get(target, key);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const engine = createEngine({
+        queue,
+        lineage,
+        executions: db.executions,
+        storage: memoryStorage(),
+        adapters: [...builtins, sinkOf(`s${i}`)],
+        cluster: { nodeId: `s${i}`, store, pollMs: 30 },
+      });
+      await engine.cluster?.start();
+      engines.push(engine);
+    }
+    const config = await loadPipelineConfig(yaml, { registry: engines[0]!.registry });
+    // s0's sinks hold their deliveries; s1 runs what it gets, then holds no work of the execution.
+    gate.open = false;
+    gate.only = "s0";
+    const items = Array.from({ length: 12 }, (_, n) => n);
+    const record = await engines[0]!.service.create({ config, input: { items } });
+    owners.set(record.id, "s0");
+    await waitFor(() => sunk.length === 10, "s1 to sink every item s0 does not hold", 30_000);
+    // s1's last check found only s0's rows open: over the next 40 discovery passes (at least
+    // 1.2 s, in which a backing-off poll would have asked three times or more) it asks nothing.
+    await waitFor(async () => checks[1] === (await settledChecks(1)), "s1's checks to stop", 30_000);
+    const before = checks[1];
+    const tickAt = ticks;
+    await waitFor(() => ticks >= tickAt + 80, "40 discovery passes of each server", 30_000);
+    expect(checks[1]).toBe(before);
+
+    // s0 leaves cleanly (gives its lease back) without ending its execution: s1 claims it and polls.
+    nodes.delete("s0");
+    await waitFor(() => owners.get(record.id) === "s1", "s1 to claim the execution", 30_000);
+    await waitFor(() => (checks[1] ?? 0) > (before ?? 0), "s1 to poll the execution it owns", 30_000);
+    gate.open = true;
+    await waitFor(
+      async () => (await db.executions.getExecution(record.id))?.status === "completed",
+      "the execution to complete",
+      30_000,
+    );
+    expect(new Set(sunk.map((s) => s.item)).size).toBe(12);
+
+    /** `checks[i]` once it has stayed the same over 10 discovery passes of both servers. */
+    async function settledChecks(i: number): Promise<number> {
+      const seen = checks[i] ?? 0;
+      const from = ticks;
+      await waitFor(() => ticks >= from + 20 || checks[i] !== seen, "10 discovery passes", 30_000);
+      return seen;
+    }
+  });
+});

@@ -92,3 +92,101 @@ describe("completion gate poll while nothing happens here", () => {
     expect(counts).toBe(1);
   });
 });
+
+describe("completion gate of a server that holds no work of the execution", () => {
+  afterEach(() => vi.useRealTimers());
+
+  /** Lineage whose rows stay open (another server works on them); counts the checks. */
+  function sharedLineage(open: () => number) {
+    const calls = { counts: 0 };
+    const lineage = {
+      flush: async () => {},
+      countOpen: async () => {
+        calls.counts++;
+        return open();
+      },
+    } as unknown as LineageProtocol;
+    return { lineage, calls };
+  }
+
+  it("stops polling after a check finds only other servers' rows open, and polls again once a delivery starts here", async () => {
+    vi.useFakeTimers();
+    const { lineage, calls } = sharedLineage(() => 3);
+    const gate = new CompletionGate({
+      executionId: newId(),
+      processors: [],
+      lineage,
+      logger: silentLogger,
+      pollMs: 250,
+      maxPollMs: 2000,
+      pollOnlyWhileBusy: true,
+      onComplete: () => undefined,
+    });
+    gate.start();
+    await vi.advanceTimersByTimeAsync(0);
+    // The start's check found 3 open rows and nothing of this process: no poll follows.
+    expect(calls.counts).toBe(1);
+    expect(gate.isDormant).toBe(true);
+    expect(vi.getTimerCount()).toBe(0);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(calls.counts).toBe(1);
+
+    // A delivery of the execution starts here: polls resume, from pollMs.
+    gate.activity();
+    expect(gate.isDormant).toBe(false);
+    await vi.advanceTimersByTimeAsync(250);
+    expect(calls.counts).toBe(2);
+    expect(gate.isDormant).toBe(true);
+    gate.close();
+  });
+
+  it("completes at the check after the last delivery here, and on a nudge (a takeover closed rows)", async () => {
+    vi.useFakeTimers();
+    let open = 2;
+    let completed = 0;
+    const { lineage, calls } = sharedLineage(() => open);
+    const gate = new CompletionGate({
+      executionId: newId(),
+      processors: [],
+      lineage,
+      logger: silentLogger,
+      pollOnlyWhileBusy: true,
+      onComplete: () => completed++,
+      queuesDrained: async () => true,
+    });
+    gate.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(gate.isDormant).toBe(true);
+    // Rows closed outside this process's deliveries: the nudge checks at once.
+    open = 0;
+    gate.nudge();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(calls.counts).toBe(2);
+    expect(completed).toBe(1);
+  });
+
+  it("polls on with back-off once this server owns the execution (pollAlways)", async () => {
+    vi.useFakeTimers();
+    const { lineage, calls } = sharedLineage(() => 1);
+    const gate = new CompletionGate({
+      executionId: newId(),
+      processors: [],
+      lineage,
+      logger: silentLogger,
+      pollMs: 250,
+      maxPollMs: 2000,
+      pollOnlyWhileBusy: true,
+      onComplete: () => undefined,
+    });
+    gate.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(gate.isDormant).toBe(true);
+    calls.counts = 0;
+    gate.pollAlways();
+    await vi.advanceTimersByTimeAsync(10_000);
+    // The nudge's check, then polls at 250, 750, 1750, 3750, 5750, 7750 and 9750 ms.
+    expect(calls.counts).toBe(8);
+    expect(gate.isDormant).toBe(false);
+    gate.close();
+  });
+});

@@ -24,6 +24,11 @@ interface ClusterStoreProtocol {
   /** Ids of every execution whose row says `running`, oldest first. */
   runningExecutionIds(): Promise<string[]>;
   /**
+   * Every execution whose row says `running`, oldest first, with its owner and whether that owner
+   * still has a row in `factflow_nodes` (an expired lease included: a takeover claims it).
+   */
+  runningExecutionOwners(): Promise<{ id: string; owner: string | null; ownerPresent: boolean }[]>;
+  /**
    * Makes `nodeId` the owner of a running execution unless another process holds it: claimed when
    * it has no owner, is owned by `nodeId` already, or its owner's lease expired (or was given
    * back). Under the row's lock, so of several processes claiming at once exactly one wins. Answers
@@ -100,6 +105,17 @@ export class ClusterStore implements ClusterStoreProtocol {
       .orderBy("created_at")
       .execute();
     return rows.map((r) => r.id);
+  }
+
+  async runningExecutionOwners(): Promise<{ id: string; owner: string | null; ownerPresent: boolean }[]> {
+    const rows = await this.#db
+      .selectFrom("pipeline_executions as e")
+      .leftJoin("factflow_nodes as n", "n.node_id", "e.owner_node")
+      .select(["e.id", "e.owner_node", "n.node_id"])
+      .where("e.status", "=", "running")
+      .orderBy("e.created_at")
+      .execute();
+    return rows.map((r) => ({ id: r.id, owner: r.owner_node, ownerPresent: r.node_id !== null }));
   }
 
   async claimExecution(

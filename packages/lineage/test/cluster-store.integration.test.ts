@@ -52,6 +52,25 @@ describe.skipIf(skip)("cluster store on PostgreSQL", () => {
     expect(await cluster.liveNodes()).toEqual([]);
   });
 
+  it("lists the running executions with their owner and whether the owner still has a lease row", async () => {
+    const cluster = store.cluster();
+    await cluster.heartbeatNode("present", 60_000);
+    const held = await store.createExecution({ ...newExecution(), ownerNode: "present" });
+    const left = await store.createExecution({ ...newExecution(), ownerNode: "gone" });
+    const ownerless = await store.createExecution(newExecution());
+    const owners = (await cluster.runningExecutionOwners()).filter((o) =>
+      [held.id, left.id, ownerless.id].includes(o.id),
+    );
+    expect(owners).toEqual([
+      { id: held.id, owner: "present", ownerPresent: true },
+      { id: left.id, owner: "gone", ownerPresent: false },
+      { id: ownerless.id, owner: null, ownerPresent: false },
+    ]);
+    for (const e of [held, left, ownerless]) await store.finishExecution(e.id, "completed");
+    expect((await cluster.runningExecutionOwners()).map((o) => o.id)).not.toContain(held.id);
+    await cluster.removeNode("present");
+  });
+
   it("names the servers whose lease runs but whose heartbeat is older than asked", async () => {
     const cluster = store.cluster();
     await cluster.heartbeatNode("beating", 60_000);

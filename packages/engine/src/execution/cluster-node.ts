@@ -30,6 +30,24 @@ interface ClusterStore {
   silentNodes?(silentMs: number): Promise<string[]>;
   setExecutionOwner(executionId: string, nodeId: string): Promise<void>;
   runningExecutionIds(): Promise<string[]>;
+  /**
+   * The running executions with their owner, and whether that owner still holds a lease row (an
+   * expired one included: the takeover claims it). Optional: without it, a server polls for the
+   * completion of only the executions it created or adopted at a takeover.
+   */
+  runningExecutionOwners?(): Promise<RunningExecutionOwner[]>;
+  /**
+   * Makes `nodeId` the owner of a running execution whose owner holds no live lease (it stopped
+   * cleanly, or never had one); `claimed` false when a live server owns it.
+   */
+  claimExecution?(executionId: string, nodeId: string): Promise<{ claimed: boolean }>;
+}
+
+/** A running execution, its owner and whether that owner still holds a lease row. */
+export interface RunningExecutionOwner {
+  readonly id: string;
+  readonly owner: string | null;
+  readonly ownerPresent: boolean;
 }
 
 export interface ClusterOptions {
@@ -124,6 +142,11 @@ export class ClusterNode {
   readonly #joining = new Set<string>();
   readonly #joinFailedAt = new Map<string, number>();
   readonly #watch = new Map<string, Watch>();
+  /**
+   * Executions this server owns (created, adopted at a takeover, or claimed from an owner that left):
+   * their completion gates poll whether or not work is held here; the others' only while it is.
+   */
+  readonly #owned = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #heartbeatTimer: NodeJS.Timeout | undefined;
   #tick: Promise<void> | undefined;
@@ -172,6 +195,7 @@ export class ClusterNode {
   /** Records this server as the owner of an execution it created. */
   async own(executionId: string): Promise<void> {
     await this.#options.store.setExecutionOwner(executionId, this.nodeId);
+    this.#owned.add(executionId);
   }
 
   #run(): Promise<void> {
@@ -205,7 +229,8 @@ export class ClusterNode {
     const { store } = this.#options;
     const { manager, service, logger, executions } = this.#services;
     const dead = await store.claimExpiredNodes();
-    const running = await store.runningExecutionIds();
+    const owners = await store.runningExecutionOwners?.();
+    const running = owners?.map((o) => o.id) ?? (await store.runningExecutionIds());
     for (const node of dead) {
       await this.#options.claimDeadNode?.(node).catch((error: Error) =>
         logger.warn("could not claim a dead server's deliveries; the broker moves them later", {
@@ -214,6 +239,7 @@ export class ClusterNode {
         }),
       );
       const adopted = await store.adoptExecutions(node, this.nodeId);
+      for (const id of adopted) this.#owned.add(id);
       logger.warn("took over after a server whose lease expired", {
         deadNode: node,
         adoptedExecutions: adopted.length,
@@ -264,6 +290,18 @@ export class ClusterNode {
       if (row !== undefined && row.status !== "running") await service.endedElsewhere(id);
     }
     for (const id of [...this.#joinFailedAt.keys()]) if (!live.has(id)) this.#joinFailedAt.delete(id);
+    // An owner that stopped cleanly gave its lease back: one live server claims its executions, so
+    // each keeps one server polling for its completion (and reconciling lost writes).
+    for (const { id, owner, ownerPresent } of owners ?? []) {
+      if (owner === this.nodeId) this.#owned.add(id);
+      else if (!ownerPresent && !this.#stopped && store.claimExecution !== undefined) {
+        if ((await store.claimExecution(id, this.nodeId)).claimed) this.#owned.add(id);
+      }
+    }
+    for (const id of [...this.#owned]) {
+      if (!live.has(id)) this.#owned.delete(id);
+      else manager.get(id)?.own();
+    }
     for (const id of [...this.#watch.keys()]) if (!live.has(id)) this.#unwatch(id);
     // Side by side: one by one, a pass over many executions on a loaded database and broker took
     // seconds, and each pass is one step of a takeover.

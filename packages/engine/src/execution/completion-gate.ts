@@ -18,6 +18,15 @@ export interface CompletionGateOptions {
   readonly pollMs?: number;
   /** Longest pause between two safety-net polls while nothing happens here, in ms. @default 2000 */
   readonly maxPollMs?: number;
+  /**
+   * Poll only while this process holds work of the execution (cluster mode, a server that joined an
+   * execution it does not own). Once a check has run undisturbed and found every route here idle,
+   * nothing held in a batch and lineage rows still open, those rows are another process's work: the
+   * polls stop until a delivery starts here again or {@link CompletionGate.nudge} / {@link
+   * CompletionGate.pollAlways} is called. The owner completes what ends on no server of its own, and
+   * runs the reconciler. @default false
+   */
+  readonly pollOnlyWhileBusy?: boolean;
   /** Closes rows whose closing write was lost, once idle with open rows long enough. */
   readonly reconciler?: LineageReconciler;
   /**
@@ -52,9 +61,24 @@ export class CompletionGate {
   /** Polls since the last activity: the next one waits `pollMs * 2^quietPolls` (capped). */
   #quietPolls = 0;
   #seeded = false;
+  #pollOnlyWhileBusy: boolean;
+  /** No poll scheduled: the last undisturbed check left nothing of this process's open (see `pollOnlyWhileBusy`). */
+  #dormant = false;
 
   constructor(options: CompletionGateOptions) {
     this.#options = options;
+    this.#pollOnlyWhileBusy = options.pollOnlyWhileBusy === true;
+  }
+
+  /** True while no safety-net poll is scheduled because this process holds no work of the execution. */
+  get isDormant(): boolean {
+    return this.#dormant;
+  }
+
+  /** From now on the gate polls whether or not work is held here (this server took the execution over). */
+  pollAlways(): void {
+    this.#pollOnlyWhileBusy = false;
+    this.nudge();
   }
 
   /** Starts checking. Until then nothing can complete: the seed is still being published. */
@@ -76,9 +100,11 @@ export class CompletionGate {
   activity(): void {
     this.#epoch++;
     this.#options.reconciler?.reset();
-    // Back to the short poll; rescheduled only on the first activity after quiet polls.
-    if (this.#quietPolls > 0 && !this.#closed && this.#started) {
+    // Back to the short poll; rescheduled only on the first activity after quiet polls (or after
+    // polls stopped for want of work here).
+    if ((this.#quietPolls > 0 || this.#dormant) && !this.#closed && this.#started) {
       this.#quietPolls = 0;
+      this.#dormant = false;
       this.#schedule();
     }
   }
@@ -94,7 +120,8 @@ export class CompletionGate {
     const base = this.#options.pollMs ?? 250;
     const delay = Math.min(base * 2 ** this.#quietPolls, Math.max(base, this.#options.maxPollMs ?? 2000));
     this.#poll = setTimeout(() => {
-      if (this.#closed) return;
+      this.#poll = undefined;
+      if (this.#closed || this.#dormant) return;
       this.#quietPolls = Math.min(this.#quietPolls + 1, 20);
       this.trigger();
       this.#schedule();
@@ -161,6 +188,13 @@ export class CompletionGate {
       if (this.#closed || epoch !== this.#epoch || !this.#activeIdle()) return;
       this.close();
       this.#options.onComplete();
+    } else if (held === 0 && this.#pollOnlyWhileBusy) {
+      // Nothing of this process is open: the rows are another server's work (or a retry on its way
+      // back through the broker, which starts a delivery somewhere). Stop polling until one starts
+      // here; the owner polls on, and reconciles lost writes.
+      this.#dormant = true;
+      clearTimeout(this.#poll);
+      this.#poll = undefined;
     } else if (held === 0) {
       // Idle, nothing held, rows still open: normal while a retry is on its way; for ever if a
       // closing write was lost. The reconciler tells the two apart after a bounded time.

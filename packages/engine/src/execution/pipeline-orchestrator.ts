@@ -163,6 +163,8 @@ export class PipelineOrchestrator {
   #seedPending = 0;
   /** Every route subscribed and the seed published. */
   #running = false;
+  /** Joined, then taken over (cluster mode): the completion gate polls as the owner's does. */
+  #owned = false;
   readonly #watch: StallWatch;
 
   constructor(options: PipelineOrchestratorOptions) {
@@ -317,9 +319,11 @@ export class PipelineOrchestrator {
         lineage: this.#options.lineage,
         logger,
         onComplete: () => void this.#end("completed"),
-        // A server that joined (cluster mode) waits until the creator has registered the seed.
+        // A server that joined (cluster mode) polls only while it holds work of the execution (the
+        // owner polls on), and waits until the creator has registered the seed.
         ...(this.#options.participant === true
           ? {
+              pollOnlyWhileBusy: !this.#owned,
               seeded: async () =>
                 (await this.#options.lineage.rows(executionId, { offset: 0, limit: 1 })).items.length > 0,
             }
@@ -411,6 +415,16 @@ export class PipelineOrchestrator {
   /** Lineage of this execution changed outside its deliveries (cluster takeover): check completion now. */
   nudgeCompletion(): void {
     this.#gate?.nudge();
+  }
+
+  /**
+   * This server owns the execution it joined (it took it over): its completion gate polls from now
+   * on whether or not work is held here, as the creator's does. Idempotent.
+   */
+  own(): void {
+    if (this.#owned) return;
+    this.#owned = true;
+    this.#gate?.pollAlways();
   }
 
   markReseeded(messageIds: Iterable<string>): void {
