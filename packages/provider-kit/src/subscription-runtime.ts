@@ -123,7 +123,9 @@ export class SubscriptionRuntime<D> implements Subscription {
     this.concurrency = serial ? 1 : subscribe.concurrency;
     this.#runs = new HandlerRuns({
       timeoutMs: subscribe.handlerTimeoutMs,
-      releasesSignal: subscribe.releasesSignal,
+      // A handler that declares one parameter never holds its signal: its controllers are reused
+      // (as with `releasesSignal`), as the embedded broker does for such handlers.
+      releasesSignal: subscribe.releasesSignal || options.handler.length === 1,
       concurrency: this.concurrency,
     });
     const report = new SettlementReport(options.counters, this, subscribe.onSettled, options.logger);

@@ -181,6 +181,30 @@ describe("SubscriptionRuntime", () => {
     expect(runtime.unsettled).toBe(0);
   });
 
+  it("reuses the signal of a handler that declares one parameter, and gives a two-parameter handler its own", async () => {
+    const signals = { one: [] as unknown[], two: [] as unknown[] };
+    // Declares one parameter; `arguments` shows what it was handed.
+    const one = await started(function (this: unknown, _delivery: Delivery) {
+      // biome-ignore lint/complexity/noArguments: the test reads what a one-parameter handler is handed
+      signals.one.push(arguments[1]);
+      return MessageStatus.ACKNOWLEDGED;
+    } as MessageHandler);
+    const two = await started((_delivery, signal) => {
+      signals.two.push(signal);
+      return MessageStatus.ACKNOWLEDGED;
+    });
+    for (const { state } of [one, two]) {
+      state.deliver(message("m1"));
+      await state.next((c) => c.op === "release" && c.id === "m1");
+      state.deliver(message("m2"));
+      await state.next((c) => c.op === "release" && c.id === "m2");
+    }
+    expect(signals.one).toHaveLength(2);
+    expect(signals.one[0]).toBe(signals.one[1]);
+    expect(signals.two).toHaveLength(2);
+    expect(signals.two[0]).not.toBe(signals.two[1]);
+  });
+
   it("publishes a FAILED delivery's retry copy, then acknowledges the original once it is confirmed", async () => {
     let confirm!: (outcome: CopyOutcome) => void;
     const { state, counters, settled } = await started(
