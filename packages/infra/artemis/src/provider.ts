@@ -99,7 +99,7 @@ export function createArtemisProvider(
     for (const subscription of live) {
       subscription.attach(false).catch((error: unknown) =>
         logger.warn("artemis: resubscribe after reconnect failed; the next reconnect retries", {
-          destination: subscription.destination,
+          destination: subscription.target.destination,
           error: error instanceof Error ? error.message : String(error),
         }),
       );

@@ -18,3 +18,8 @@ export function subscribeHeaders(
     [SUBSCRIBED_AT_HEADER]: subscribedAt,
   };
 }
+
+/** Artemis' consumer window counts bytes; a window of 1 byte means exactly one unsettled delivery. */
+export function consumerWindowBytes(prefetch: number, bytesPerMessage: number): number {
+  return prefetch === 1 ? 1 : prefetch * bytesPerMessage;
+}

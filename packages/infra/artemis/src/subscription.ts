@@ -16,14 +16,13 @@ import { type ArtemisTarget, consumedQueueName, subscribeDestination } from "./n
 import { type CopyConfirmed, sendSettlementCopy } from "./settlement-copy.js";
 import type { DeliveryTicket, SettlementGuard } from "./settlement-guard.js";
 import type { LinkSubscription, StompLink } from "./stomp-link.js";
-import { subscribeHeaders } from "./subscribe-headers.js";
+import { consumerWindowBytes, subscribeHeaders } from "./subscribe-headers.js";
 
 /** One STOMP delivery: the MESSAGE frame, its decoding and the settlement guard's ticket. */
 interface Frame {
   readonly message: IMessage;
   readonly decoded: DecodedMessage;
-  /** Why it is not a Factflow message (the runtime dead-letters it unrun). */
-  readonly error: string | undefined;
+  readonly error: string | undefined; // why it is not a Factflow message (dead-lettered unrun)
   readonly ticket: DeliveryTicket;
 }
 
@@ -48,7 +47,6 @@ export interface SubscriptionDeps {
  */
 export class ArtemisSubscription implements SubscriptionPort<Frame> {
   readonly runtime: SubscriptionRuntime<Frame>;
-  readonly destination: string;
   readonly name: string;
   private attachment = 0;
   private current: LinkSubscription | undefined;
@@ -64,7 +62,6 @@ export class ArtemisSubscription implements SubscriptionPort<Frame> {
     options: ResolvedSubscribeOptions,
     private readonly deps: SubscriptionDeps,
   ) {
-    this.destination = target.destination;
     this.name = options.subscription;
     this.runtime = new SubscriptionRuntime({
       provider: "artemis",
@@ -98,9 +95,7 @@ export class ArtemisSubscription implements SubscriptionPort<Frame> {
     this.attachment += 1;
     const attachment = this.attachment;
     this.runtime.dropStale();
-    const { prefetch } = this.runtime;
-    // A window of 1 byte means exactly one unsettled delivery.
-    const windowBytes = prefetch === 1 ? 1 : prefetch * this.deps.bytesPerMessage;
+    const windowBytes = consumerWindowBytes(this.runtime.prefetch, this.deps.bytesPerMessage);
     const subscription = await this.deps.link.subscribe(
       subscribeDestination(this.target, this.name),
       subscribeHeaders(this.target.kind, windowBytes),
@@ -124,8 +119,7 @@ export class ArtemisSubscription implements SubscriptionPort<Frame> {
     try {
       await this.attach();
     } catch (error) {
-      // Not confirmed (a stalled link, say): the old consumer still holds its deliveries, which no
-      // handler sees any more. Try again shortly; a reconnect also re-attaches.
+      // Unconfirmed (a stalled link): the old consumer holds deliveries no handler sees. Try again.
       this.log("warn", "replace the consumer", error);
       this.restartLater(COPY_FAILURE_PAUSE_MS);
       throw error;
@@ -199,10 +193,8 @@ export class ArtemisSubscription implements SubscriptionPort<Frame> {
   }
 
   private log(level: "debug" | "warn", operation: string, error: unknown): void {
+    const { destination } = this.target;
     const { message } = this.classifyError(error, operation);
-    this.deps.logger[level](`artemis: could not ${operation}`, {
-      destination: this.destination,
-      error: message,
-    });
+    this.deps.logger[level](`artemis: could not ${operation}`, { destination, error: message });
   }
 }
