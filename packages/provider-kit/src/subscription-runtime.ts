@@ -78,13 +78,14 @@ export interface SubscriptionRuntimeOptions<D> {
  *   reclaimed the entry; `classifyError` = `classifyRedisError`; `close` = hand back stray entries,
  *   then `LEAVE`.
  * - Artemis (STOMP): `D` = the frame, its decoded message and its settlement-guard ticket. `receive` =
- *   `SUBSCRIBE` with `ack: client-individual` (the consumer window is the flow control),
- *   `redelivered` = the redelivered header or a reissue the guard saw; `stopReceiving` = nothing
- *   (frames arriving during a stop are handed back); `isCurrent` = the guard's verdict on the ticket
- *   for the live connection and consumer; `ack` = `ACK`; `handBack` = release the ticket (the broker
- *   reissues once the consumer goes), and for `copy-failed` re-create the consumer; `publishCopy` =
- *   `SEND` with a receipt (`_AMQ_SCHED_DELIVERY` for a delay) → `confirmed`; `classifyError` = its
- *   classifier; `release` = release the ticket; `close` = `UNSUBSCRIBE`.
+ *   `SUBSCRIBE` with `ack: client-individual` (the consumer window is the flow control), again on
+ *   every new connection, `redelivered` = the redelivered header or a reissue the guard saw;
+ *   `stopReceiving` = no more re-subscribing (frames arriving during a stop are left to the broker);
+ *   `isCurrent` = the guard's verdict on the ticket for the live connection and consumer; `ack` =
+ *   `ACK`; `handBack` = nothing to send (STOMP has no requeue: the broker reissues once the consumer
+ *   goes), and for `copy-failed` re-create the consumer; `publishCopy` = `SEND` with a receipt
+ *   (`AMQ_SCHEDULED_DELAY` for a delay) → `confirmed`; `classifyError` = its classifier; `release` =
+ *   release the ticket; `close` = `UNSUBSCRIBE`.
  * - Pulsar: `D` = the message and its consumer link; `receive` = open the links with a receiver
  *   queue of `prefetch` (the broker's window of unsettled messages), `redelivered` =
  *   `redeliveryCount > 0`; `stopReceiving` = stop reopening links (a WebSocket consumer cannot pause);

@@ -351,6 +351,36 @@ describe("SubscriptionRuntime", () => {
     expect([runtime.unsettled, stopCalls]).toEqual([0, 1]);
   });
 
+  it("a stop settles a delivery whose handler returned and awaits its settleAfter, before it closes", async () => {
+    let commit!: () => void;
+    const committed = new Promise<void>((resolve) => (commit = resolve));
+    const held = heldHandler();
+    const { runtime, state, settled } = await started(held.handler, { concurrency: 1, prefetch: 2 });
+    state.deliver(message("a"));
+    await held.until(1);
+    held.started[0]?.answer({ status: MessageStatus.ACKNOWLEDGED, settleAfter: committed });
+    state.deliver(message("b"));
+    await held.until(2);
+    const stopped = runtime.unsubscribe();
+    await state.next((c) => c.op === "handBack" && c.id === "b");
+    expect(state.ops(), "nothing of a settled before its settleAfter").not.toContain("handBack:a");
+    commit();
+    await stopped;
+    expect(state.ops()).toEqual([
+      "receive",
+      "stopReceiving",
+      "handBack:b",
+      "release:b",
+      "ack:a",
+      "release:a",
+      "close",
+    ]);
+    expect(settled.map((s) => [s.kind, s.messageId])).toEqual([
+      ["handed-back", "b"],
+      ["acked", "a"],
+    ]);
+  });
+
   it("hands the original back after the pause when its copy is not confirmed; retries a retryable copy", async () => {
     vi.useFakeTimers();
     const { state, counters, settled } = await started(() => MessageStatus.REJECTED);

@@ -140,3 +140,19 @@ export function decodeMessage(headers: Readonly<Record<string, string>>, body: s
   const { envelope, attempt } = envelopeFromHeaders(own, parsed, { id: sendId ?? headers["message-id"] });
   return { envelope, attempt, sendId, redelivered: headers.redelivered === "true" };
 }
+
+/**
+ * Decodes a MESSAGE frame, or says why it is not a Factflow message: then `decoded` holds its body
+ * as a JSON string, which its dead letter keeps.
+ */
+export function decodeFrame(
+  headers: Readonly<Record<string, string>>,
+  body: string,
+): { readonly decoded: DecodedMessage; readonly error: string | undefined } {
+  try {
+    return { decoded: decodeMessage(headers, body), error: undefined };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { decoded: decodeMessage(headers, JSON.stringify(body)), error: reason };
+  }
+}

@@ -22,7 +22,8 @@ export type { ArtemisProvider, ArtemisProviderOptions } from "./provider.js";
 export { ARTEMIS_CAPABILITIES, createArtemisProvider } from "./provider.js";
 export type { DeliveryTicket, SettlementChecks, SupersededBy } from "./settlement-guard.js";
 export { ALL_CHECKS, SettlementGuard } from "./settlement-guard.js";
-export { ArtemisSubscription, subscribeHeaders } from "./subscription.js";
+export { subscribeHeaders } from "./subscribe-headers.js";
+export { ArtemisSubscription } from "./subscription.js";
 export {
   assertIsoTimestampHeader,
   isoTimestamp,

@@ -11,7 +11,6 @@ import {
 import {
   emptyDurabilityCounters,
   guardProvider,
-  hasGroupKey,
   type ResolvedSubscribeOptions,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
@@ -100,23 +99,12 @@ export function createArtemisProvider(
     for (const subscription of live) {
       subscription.attach(false).catch((error: unknown) =>
         logger.warn("artemis: resubscribe after reconnect failed; the next reconnect retries", {
-          destination: subscription.destination,
+          destination: subscription.target.destination,
           error: error instanceof Error ? error.message : String(error),
         }),
       );
     }
   });
-
-  const sendCopy = async (
-    destination: string,
-    routing: "ANYCAST" | "MULTICAST",
-    headers: Record<string, string>,
-    body: string,
-    delayMs: number,
-    what: string,
-  ): Promise<void> => {
-    await link.send(destination, sendHeaders({ headers, delayMs }, routing), body, what);
-  };
 
   const admin = new ArtemisAdmin({
     link,
@@ -124,7 +112,8 @@ export function createArtemisProvider(
     config,
     buffered: (queue) => {
       let total = 0;
-      for (const subscription of live) if (subscription.queueName === queue) total += subscription.buffered;
+      for (const subscription of live)
+        if (subscription.queueName === queue) total += subscription.runtime.waiting;
       return total;
     },
   });
@@ -147,7 +136,7 @@ export function createArtemisProvider(
     },
 
     async close() {
-      await Promise.allSettled([...live].map((subscription) => subscription.unsubscribe()));
+      await Promise.allSettled([...live].map((subscription) => subscription.runtime.unsubscribe()));
       management.abandon();
       // Bounded: close must stay prompt even on a stalled connection.
       await Promise.race([
@@ -178,51 +167,31 @@ export function createArtemisProvider(
     ) {
       const target = resolveDestination(destination);
       checkSubscriptionName(destination, subscribeOptions.subscription);
-      const { prefetch, concurrency, groupBy, groupByHeader } = subscribeOptions;
-      const fifo = subscribeOptions.ordering === "fifo";
-      // FIFO without groups: one unsettled delivery and one handler at a time, from an exclusive
-      // queue (a single active consumer across every server). With groups: the same exclusive queue,
-      // and the provider runs one message per group at a time.
-      const grouped = hasGroupKey(subscribeOptions);
-      const strict = fifo && !grouped;
-      const subscription = new ArtemisSubscription(target, subscribeOptions.subscription, handler, {
+      const subscription = new ArtemisSubscription(target, handler, subscribeOptions, {
         link,
         guard,
         counters,
         logger,
-        sendCopy,
-        // Artemis' consumer window counts bytes; a window of 1 byte means exactly one unsettled delivery.
-        windowBytes: prefetch === 1 || strict ? 1 : prefetch * config.prefetchBytesPerMessage,
-        ...(grouped
-          ? {
-              groupKey: {
-                ...(groupBy === undefined ? {} : { groupBy }),
-                ...(groupByHeader === undefined ? {} : { groupByHeader }),
-              },
-            }
-          : {}),
-        retry: subscribeOptions.retry,
-        concurrency: strict ? 1 : concurrency,
-        handlerTimeoutMs: subscribeOptions.handlerTimeoutMs,
-        releasesSignal: subscribeOptions.releasesSignal,
-        onSettled: subscribeOptions.onSettled,
-        onClosed: (closed) => live.delete(closed),
+        bytesPerMessage: config.prefetchBytesPerMessage,
+        onStop: (stopped) => live.delete(stopped),
         ...(options.afterCopyConfirmed === undefined
           ? {}
           : { afterCopyConfirmed: options.afterCopyConfirmed }),
       });
       try {
-        if (fifo) {
+        // FIFO, with or without groups: an exclusive queue (a single active consumer across every
+        // server); the kit's runtime takes one delivery at a time, or the kit's lanes one per group.
+        if (subscribeOptions.ordering === "fifo") {
           const routing = target.kind === "queue" ? "ANYCAST" : "MULTICAST";
           await management.ensureExclusive(subscription.queueName, target.address, routing);
         }
         live.add(subscription);
-        await subscription.attach();
+        await subscription.runtime.start();
       } catch (error) {
         live.delete(subscription);
         throw classifyArtemisError(error, `subscribe to "${destination}"`);
       }
-      return subscription;
+      return subscription.runtime;
     },
 
     counters: () => ({ ...counters }),

@@ -61,7 +61,7 @@ function registerTests(): void {
           await waitFor(
             async () => {
               const s = await admin.admin.stats({ destination: QUEUE });
-              lastStats = `seen ${seen.length}, buffered ${stuck.subscriptions()[0]?.buffered}, conns ${stuck.connectionCount()}, ${JSON.stringify(s)}`;
+              lastStats = `seen ${seen.length}, buffered ${stuck.subscriptions()[0]?.runtime.waiting}, conns ${stuck.connectionCount()}, ${JSON.stringify(s)}`;
               moved = s.dlqDepth;
               strandedNow = s.stranded ?? 0;
               return moved === 3 || seen.length - before >= 3 - moved;

@@ -119,6 +119,36 @@ function registerGuardTests(): void {
       });
     }
 
+    it("unsubscribe acknowledges a delivery whose handler returned and waits for its settleAfter, instead of handing it back", async () => {
+      const p = provider({ connection: true, consumer: true, reissue: true });
+      await p.connect();
+      try {
+        const q = queue("settle-after-stop");
+        const seen: string[] = [];
+        let commit!: () => void;
+        const committed = new Promise<void>((resolve) => (commit = resolve));
+        const subscription = await p.subscribe(
+          q,
+          (delivery, signal) => {
+            seen.push(delivery.message.id);
+            // The stop aborts every signal: the moment a returned delivery used to be handed back.
+            signal.addEventListener("abort", () => commit(), { once: true });
+            return { status: "ACKNOWLEDGED", settleAfter: committed };
+          },
+          { subscription: "committing" },
+        );
+        const { id } = await p.publish(q, { body: { job: "sink" } });
+        await waitFor(() => seen.length === 1, { timeoutMs: 10_000, description: "the delivery" });
+        await subscription.unsubscribe();
+        expect(seen).toEqual([id]);
+        expect(p.counters()).toMatchObject({ acked: 1, superseded: 0 });
+        const stats = await p.admin.stats({ destination: q });
+        expect(stats, "acknowledged before the consumer went").toMatchObject({ depth: 0, inFlight: 0 });
+      } finally {
+        await p.close();
+      }
+    });
+
     it("a NACK-free retry survives a connection cut between the republish and the ACK: one duplicate at most, no loss", async () => {
       let cut = false;
       let p!: ArtemisProvider;
