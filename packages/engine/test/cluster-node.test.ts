@@ -284,6 +284,19 @@ async function takeoverCluster(options: {
   };
 }
 
+/** Waits until the execution is no longer running, and expects it completed. */
+async function expectCompleted(
+  db: { executions: Pick<ExecutionStoreProtocol, "getExecution"> },
+  executionId: string,
+): Promise<void> {
+  await waitFor(
+    async () => (await db.executions.getExecution(executionId))?.status !== "running",
+    "the execution ended",
+    30_000,
+  );
+  expect((await db.executions.getExecution(executionId))?.status).toBe("completed");
+}
+
 /**
  * What a server killed after acknowledging a sink delivery and before its closing write committed
  * leaves: the message row open (with its payload) and its invocation's adapter row open, and nothing
@@ -345,12 +358,7 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
     expect(log.find(REPUBLISH)).toHaveLength(0);
 
     gate.open = true;
-    await waitFor(
-      async () => (await db.executions.getExecution(record.id))?.status !== "running",
-      "the execution ended",
-      30_000,
-    );
-    expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
+    await expectCompleted(db, record.id);
     const items = sunkOf("t1");
     expect(items.filter((i) => i === "t1-ghost")).toHaveLength(1);
     expect(new Set(items)).toEqual(new Set([...itemsOf("t1", 20), "t1-ghost"]));
@@ -383,12 +391,7 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
     Object.assign(ctx, { lineage: db.lineage, executionId: record.id });
     gate.open = true;
     killed();
-    await waitFor(
-      async () => (await db.executions.getExecution(record.id))?.status !== "running",
-      "the execution ended",
-      30_000,
-    );
-    expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
+    await expectCompleted(db, record.id);
     const quiet = log.find(QUIET);
     const republish = log.find(REPUBLISH);
     expect(quiet).toHaveLength(2);
@@ -426,12 +429,7 @@ describe("cluster takeover: re-publishing what a dead server left open", () => {
     );
 
     killed();
-    await waitFor(
-      async () => (await db.executions.getExecution(record.id))?.status !== "running",
-      "the execution ended",
-      30_000,
-    );
-    expect((await db.executions.getExecution(record.id))?.status).toBe("completed");
+    await expectCompleted(db, record.id);
     // Re-published at the first look after the claim, on the quiet seen before it: closing the dead
     // invocation at the claim did not start the settle time again.
     expect(log.find("closed 1 adapter rows a dead server left beside settled messages")).toHaveLength(1);

@@ -158,6 +158,32 @@ export function forwarding(
   };
 }
 
+/**
+ * A lineage store that forwards every call to `inner` (its optional `flushSettled` too, when it has
+ * one), except the ones `overrides` replaces: how tests watch or hold back what the engine asks of it.
+ */
+export function forwardingLineage(
+  inner: LineageProtocol,
+  overrides: Partial<LineageProtocol> = {},
+): LineageProtocol {
+  const forward: LineageProtocol = {
+    record: (row) => inner.record(row),
+    update: (id, change) => inner.update(id, change),
+    registerPending: (rows) => inner.registerPending(rows),
+    flush: () => inner.flush(),
+    countOpen: (id) => inner.countOpen(id),
+    counters: () => inner.counters(),
+    rows: (id, query) => inner.rows(id, query),
+    countsByRoute: (id) => inner.countsByRoute(id),
+    tree: (id, messageId, query) => inner.tree(id, messageId, query),
+    routeInputs: (id, route, messageIds) => inner.routeInputs(id, route, messageIds),
+    close: () => inner.close(),
+  };
+  const flushSettled = inner.flushSettled?.bind(inner);
+  if (flushSettled !== undefined) forward.flushSettled = flushSettled;
+  return { ...forward, ...overrides };
+}
+
 /** An engine on the real embedded provider (memory mode by default) and a PGlite lineage store. */
 export async function openHarness(
   options: {

@@ -2,7 +2,15 @@ import { adapters } from "@factflow/adapters";
 import type { LineageProtocol, LineageUpdate } from "@factflow/protocols";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createEngine, loadPipelineConfig } from "../src/index.js";
-import { blocks, type Harness, memoryStorage, openHarness, testAdapters, waitFor } from "./harness.js";
+import {
+  blocks,
+  forwardingLineage,
+  type Harness,
+  memoryStorage,
+  openHarness,
+  testAdapters,
+  waitFor,
+} from "./harness.js";
 
 const FAN = `
 name: mark
@@ -33,22 +41,12 @@ routes:
 /** The lineage store, with every update it is asked for written down. */
 function watched(lineage: LineageProtocol): { lineage: LineageProtocol; updates: [string, LineageUpdate][] } {
   const updates: [string, LineageUpdate][] = [];
-  const wrapper: LineageProtocol = {
-    record: (row) => lineage.record(row),
+  const wrapper = forwardingLineage(lineage, {
     update: (id, change) => {
       updates.push([id, change]);
       lineage.update(id, change);
     },
-    registerPending: (rows) => lineage.registerPending(rows),
-    flush: () => lineage.flush(),
-    countOpen: (id) => lineage.countOpen(id),
-    counters: () => lineage.counters(),
-    rows: (id, query) => lineage.rows(id, query),
-    countsByRoute: (id) => lineage.countsByRoute(id),
-    tree: (id, messageId, query) => lineage.tree(id, messageId, query),
-    routeInputs: (id, route, messageIds) => lineage.routeInputs(id, route, messageIds),
-    close: () => lineage.close(),
-  };
+  });
   return { lineage: wrapper, updates };
 }
 

@@ -1,7 +1,7 @@
 import type { LineageProtocol } from "@factflow/protocols";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadPipelineConfig } from "../src/index.js";
-import { type Harness, openHarness, waitFor } from "./harness.js";
+import { forwardingLineage, type Harness, openHarness, waitFor } from "./harness.js";
 
 /** One quick route with a short handler timeout. */
 const QUICK = `
@@ -35,24 +35,13 @@ function gated(lineage: LineageProtocol) {
   const opened = new Promise<void>((resolve) => {
     gate.open = resolve;
   });
-  const wrapper: LineageProtocol = {
-    record: (row) => lineage.record(row),
-    update: (id, change) => lineage.update(id, change),
-    registerPending: (rows) => lineage.registerPending(rows),
-    flush: () => lineage.flush(),
+  const wrapper = forwardingLineage(lineage, {
     flushSettled: () => {
       gate.asked++;
       const commit = lineage.flushSettled?.() ?? Promise.resolve();
       return gate.asked === 1 ? opened.then(() => commit) : commit;
     },
-    countOpen: (id) => lineage.countOpen(id),
-    counters: () => lineage.counters(),
-    rows: (id, query) => lineage.rows(id, query),
-    countsByRoute: (id) => lineage.countsByRoute(id),
-    tree: (id, messageId, query) => lineage.tree(id, messageId, query),
-    routeInputs: (id, route, messageIds) => lineage.routeInputs(id, route, messageIds),
-    close: () => lineage.close(),
-  };
+  });
   return { wrapper, gate };
 }
 
