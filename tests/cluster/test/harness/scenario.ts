@@ -27,6 +27,9 @@ import {
 /** The cluster lease the servers run with (shorter than the default 10 s: the takeover comes sooner). */
 export const LEASE_MS = 5000;
 
+/** What a server logs when it claims the lease of a dead one. */
+const TAKEOVER = /took over after a server whose lease expired/;
+
 /** Generous: the machine may be busy. Nothing asserts an upper bound on time. */
 const END_DEADLINE_MS = 300_000;
 const PROGRESS_DEADLINE_MS = 180_000;
@@ -261,10 +264,19 @@ export async function runClusterScenario(scenario: ClusterScenario): Promise<Clu
     } else if (scenario.provider === "pulsar") {
       leftovers = await pulsarLeftovers(ids);
     }
-    const logs = [...retired, ...servers].map((s) => s.process.stderr() + s.process.stdout()).join("\n");
+    const logsOf = () =>
+      [...retired, ...servers].map((s) => s.process.stderr() + s.process.stdout()).join("\n");
+    // The executions may all complete before the dead server's lease expires (live servers finish
+    // its work as soon as the broker hands it over): the lease is claimed later, at the next
+    // discovery pass after it expired. Wait for that line rather than read the logs too early.
+    if (killedAtMs !== undefined) {
+      const deadline = killedAtMs + LEASE_MS + PROGRESS_DEADLINE_MS;
+      while (!TAKEOVER.test(logsOf()) && Date.now() < deadline) await sleep(100);
+    }
+    const logs = logsOf();
     const result: ClusterResult = {
       name: scenario.name,
-      takeovers: logs.match(/took over after a server whose lease expired/g)?.length ?? 0,
+      takeovers: logs.match(new RegExp(TAKEOVER.source, "g"))?.length ?? 0,
       republished: [...logs.matchAll(/re-publishing (\d+) messages a dead server left open/g)].reduce(
         (sum, m) => sum + Number(m[1]),
         0,
