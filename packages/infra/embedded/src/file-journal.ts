@@ -64,8 +64,7 @@ export class FileJournal implements Journal {
   }
 
   publish(messages: readonly StoredMessage[]): Promise<void> {
-    for (const message of messages) this.#push(encodeMessage(message));
-    return this.#waitForCommit();
+    return this.#appendAndWait(messages.map(encodeMessage));
   }
 
   ack(message: StoredMessage): void {
@@ -90,23 +89,19 @@ export class FileJournal implements Journal {
   }
 
   redrive(messages: readonly StoredMessage[]): Promise<void> {
-    for (const message of messages) this.#push(`{"t":"v","s":${message.seq}}`);
-    return this.#waitForCommit();
+    return this.#appendAndWait(messages.map((message) => `{"t":"v","s":${message.seq}}`));
   }
 
   discard(message: StoredMessage): Promise<void> {
-    this.#push(`{"t":"x","s":${message.seq}}`);
-    return this.#waitForCommit();
+    return this.#appendAndWait([`{"t":"x","s":${message.seq}}`]);
   }
 
   define(queueKey: string, definition: QueueDefinition): Promise<void> {
-    this.#push(encodeRecord({ t: "q", q: queueKey, o: definition }));
-    return this.#waitForCommit();
+    return this.#appendAndWait([encodeRecord({ t: "q", q: queueKey, o: definition })]);
   }
 
   subscribe(queueKey: string): Promise<void> {
-    this.#push(encodeRecord({ t: "s", q: queueKey }));
-    return this.#waitForCommit();
+    return this.#appendAndWait([encodeRecord({ t: "s", q: queueKey })]);
   }
 
   /** Commits everything still pending, then closes the file. */
@@ -132,14 +127,43 @@ export class FileJournal implements Journal {
   }
 
   #push(json: string): void {
-    // After close nothing more reaches the file: a publish is refused by `#waitForCommit`, and a
-    // settlement record that misses the log means a redelivery after restart, never a loss.
+    // After close nothing more reaches the file: a settlement record that misses the log means a
+    // redelivery after restart, never a loss.
     if (this.#failed !== undefined || this.#closed) return;
+    this.#enqueue(json);
+    this.#wake();
+  }
+
+  #enqueue(json: string): void {
     const buffer = frame(json);
     this.#pending.push(buffer);
     this.#pendingBytes += buffer.length;
     this.stats.records++;
+  }
+
+  /**
+   * Queues `records` and a waiter for the commit that holds them, in that order and before anything
+   * can start a flush: a flush takes the pending records and the waiters together, so a waiter
+   * registered after a flush had already taken its records (a batch that reached
+   * `groupCommitMaxBytes` starts one at once) would wait for a commit that never comes when nothing
+   * else is written afterwards.
+   */
+  #appendAndWait(records: readonly string[]): Promise<void> {
+    if (this.#failed !== undefined) return Promise.reject(this.#failed);
+    if (this.#closed) {
+      return Promise.reject(
+        new ProviderError(
+          PROVIDER_NAME,
+          "closed",
+          `the queue log ${this.path} is closed; nothing more is written`,
+        ),
+      );
+    }
+    if (records.length === 0) return Promise.resolve();
+    for (const record of records) this.#enqueue(record);
+    const committed = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
     this.#wake();
+    return committed;
   }
 
   /** Makes sure the pending records will be written: a running flush takes them, or a wake-up is armed. */
@@ -155,20 +179,6 @@ export class FileJournal implements Journal {
         void this.#startFlush();
       }, this.config.groupCommitMs);
     }
-  }
-
-  #waitForCommit(): Promise<void> {
-    if (this.#failed !== undefined) return Promise.reject(this.#failed);
-    if (this.#closed) {
-      return Promise.reject(
-        new ProviderError(
-          PROVIDER_NAME,
-          "closed",
-          `the queue log ${this.path} is closed; nothing more is written`,
-        ),
-      );
-    }
-    return new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
   }
 
   #startFlush(): Promise<void> {

@@ -108,6 +108,23 @@ describe("file mode", () => {
     ).toBe(false);
   });
 
+  it("confirms a publish whose record alone fills a group commit, and every publish of a burst that crosses the bound", async () => {
+    const first = await start({ groupCommitMaxBytes: 4096 });
+    // One record larger than the bound starts its commit at once, from inside the publish.
+    await first.publish("/queue/big", { body: { text: "x".repeat(10_000) } });
+    // A burst whose sixth record crosses the bound, nothing written after it.
+    await Promise.all(
+      Array.from({ length: 6 }, (_, n) =>
+        first.publish("/queue/big", { body: { n, text: "y".repeat(700) } }),
+      ),
+    );
+    expect(first.counters()).toMatchObject({ published: 7, confirmed: 7 });
+    await stop(first);
+
+    const second = await start({ groupCommitMaxBytes: 4096 });
+    expect(second.storeStats()).toMatchObject({ recoveredMessages: 7, corruptTails: 0 });
+  });
+
   it("redrives and discards durably", async () => {
     const first = await start();
     await first.subscribe("/queue/d", () => "REJECTED", { subscription: "s" });
