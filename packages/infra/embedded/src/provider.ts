@@ -13,6 +13,7 @@ import {
   silentLogger,
 } from "@factflow/protocols";
 import {
+  destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
   type ResolvedSubscribeOptions,
@@ -34,7 +35,7 @@ import {
   recoverLog,
 } from "./log-store.js";
 import { prepareMessage } from "./message.js";
-import { parseKey, resolveTarget, type Target, validateSubscriptionName } from "./naming.js";
+import { parseKey, resolveTarget, validateSubscriptionName } from "./naming.js";
 import { parseDefinition, type QueueDefinition } from "./queue-options.js";
 import { encodeMessage, encodeRecord } from "./record-codec.js";
 
@@ -133,17 +134,7 @@ export function createEmbeddedProvider(
   let releaseLock: (() => Promise<void>) | undefined;
   let recovered: RecoveredState | undefined;
   /** Publish destinations already checked: a pipeline publishes to a few queues over and over. */
-  const targets = new Map<string, Target>();
-  const publishTarget = (destination: string): Target => {
-    let target = targets.get(destination);
-    if (target === undefined) {
-      target = resolveTarget(destination);
-      // Bounded: executions come and go, each with queues of its own.
-      if (targets.size >= TARGET_CACHE_SIZE) targets.clear();
-      targets.set(destination, target);
-    }
-    return target;
-  };
+  const publishTarget = destinationMemo(resolveTarget, TARGET_CACHE_SIZE);
 
   /** The open broker. The kit's guard lets calls through only while connected, so it is there. */
   const use = (operation: string): Broker => {

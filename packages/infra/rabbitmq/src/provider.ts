@@ -1,5 +1,4 @@
 import {
-  type DestinationInfo,
   type DurabilityCounters,
   type Logger,
   type MessageHandler,
@@ -12,8 +11,10 @@ import {
   silentLogger,
 } from "@factflow/protocols";
 import {
+  destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
+  KnownDestinations,
   type ResolvedSubscribeOptions,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
@@ -26,7 +27,7 @@ import { resolveDestination, retryQueueName } from "./naming.js";
 import { Publisher } from "./publisher.js";
 import { planSubscription } from "./subscribe-plan.js";
 import { RabbitSubscription } from "./subscription.js";
-import { rememberBounded, Topology } from "./topology.js";
+import { MAX_REMEMBERED_NAMES, Topology } from "./topology.js";
 
 /** Options besides the config. */
 export interface RabbitMqProviderOptions {
@@ -85,43 +86,14 @@ export function createRabbitMqProvider(
   const topology = new Topology(connection, config, logger);
   const publisher = new Publisher(publishConnection, config, logger);
   const subscriptions = new Set<RabbitSubscription>();
-  const known = new Map<string, { kind: "queue" | "topic"; subscriptions: Set<string> }>();
-
-  // Publishing resolves the same few destinations over and over; parse each once.
-  const resolved = new Map<string, ReturnType<typeof resolveDestination>>();
-  const resolveCached = (destination: string) => {
-    let target = resolved.get(destination);
-    if (target === undefined) {
-      target = resolveDestination(destination);
-      if (resolved.size >= 10_000) resolved.clear();
-      resolved.set(destination, target);
-    }
-    return target;
-  };
-
-  const remember = (destination: string, kind: "queue" | "topic", subscription?: string) => {
-    const existing = known.get(destination);
-    if (existing !== undefined && subscription === undefined) return;
-    let entry = existing;
-    if (entry === undefined) {
-      entry = { kind, subscriptions: new Set() };
-      known.set(destination, entry);
-      rememberBounded(known);
-    }
-    if (subscription !== undefined && kind === "topic") entry.subscriptions.add(subscription);
-  };
+  const known = new KnownDestinations(MAX_REMEMBERED_NAMES);
+  const resolveCached = destinationMemo(resolveDestination);
 
   const admin = new RabbitMqAdmin({
     config,
     connection,
     topology,
-    destinations: () =>
-      [...known.entries()].map(
-        ([destination, entry]): DestinationInfo =>
-          entry.kind === "topic"
-            ? { destination, kind: "topic", subscriptions: [...entry.subscriptions] }
-            : { destination, kind: "queue" },
-      ),
+    destinations: () => known.list(),
     inFlight: (queue) => {
       let total = 0;
       for (const s of subscriptions) if (s.route.sourceQueue === queue) total += s.runtime.unsettled;
@@ -202,7 +174,7 @@ export function createRabbitMqProvider(
       const target = resolveCached(destination);
       const encoded = encodeMessage(destination, message, config.maxMessageBytes);
       const delay = message.delayMs ?? 0;
-      remember(destination, target.kind);
+      known.remember(destination, target.kind);
       // Counted once per caller publish; retry and dead-letter copies are counted as retried/deadLettered.
       counters.published += 1;
       if (target.kind === "queue") {
@@ -260,7 +232,7 @@ export function createRabbitMqProvider(
         await topology.ensureQueue(route.deadLetterQueue, `${destination} (dead letters)`);
       };
       await declare();
-      remember(destination, target.kind, options.subscription);
+      known.remember(destination, target.kind, options.subscription);
       const deps = { config, connection, publisher, topology, counters, logger, declare };
       const onStop = (s: RabbitSubscription) => subscriptions.delete(s);
       const subscription = new RabbitSubscription({ ...deps, onStop }, route, handler, options);

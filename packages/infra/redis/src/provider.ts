@@ -15,6 +15,7 @@ import {
 import {
   checkDestination,
   compactHeaders,
+  destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
   prepareOutbound,
@@ -139,25 +140,17 @@ export function createRedisProvider(
     /** Queue: its delayed set. Topic: the key prefix of its subscriptions' lanes. */
     readonly aside: string;
   }
-  const targets = new Map<string, PublishTarget>();
-  const targetOf = (destination: string): PublishTarget => {
-    let target = targets.get(destination);
-    if (target === undefined) {
-      const { kind, name } = checkDestination("redis", destination);
-      const lane = kind === "queue" ? laneFor(config.keyPrefix, destination) : undefined;
-      target =
-        lane === undefined
-          ? {
-              kind,
-              key: subscriptionSetKey(config.keyPrefix, name),
-              aside: topicLanePrefix(config.keyPrefix, name),
-            }
-          : { kind, key: lane.stream, aside: lane.delayed };
-      if (targets.size >= 10_000) targets.clear();
-      targets.set(destination, target);
-    }
-    return target;
-  };
+  const targetOf = destinationMemo((destination): PublishTarget => {
+    const { kind, name } = checkDestination("redis", destination);
+    const lane = kind === "queue" ? laneFor(config.keyPrefix, destination) : undefined;
+    return lane === undefined
+      ? {
+          kind,
+          key: subscriptionSetKey(config.keyPrefix, name),
+          aside: topicLanePrefix(config.keyPrefix, name),
+        }
+      : { kind, key: lane.stream, aside: lane.delayed };
+  });
 
   const wake = (streamPrefix: string, exact: boolean, delayMs: number) => {
     for (const [stream, set] of pumps) {
