@@ -29,6 +29,7 @@ export {
   prepareOutbound,
 } from "./outbound.js";
 export { parseProviderConfig } from "./parse-config.js";
+export { providerLogger } from "./provider-logger.js";
 export type { HandlerOutcome, SettlementContext, SettlementVerdict } from "./settlement.js";
 export { decideSettlement, MAX_LAST_ERROR_LENGTH, runHandler } from "./settlement.js";
 export type { ReportedSubscription, SettledIdentity } from "./settlement-report.js";

@@ -1,4 +1,4 @@
-import { Headers, type MessageEnvelope } from "@factflow/protocols";
+import { Headers, type Logger, type MessageEnvelope } from "@factflow/protocols";
 import * as v from "valibot";
 import { describe, expect, it } from "vitest";
 import {
@@ -8,6 +8,7 @@ import {
   KnownDestinations,
   networkErrorCode,
   positiveInt,
+  providerLogger,
 } from "../src/index.js";
 
 describe("networkErrorCode", () => {
@@ -108,5 +109,24 @@ describe("KnownDestinations", () => {
     ]);
     known.remember("/queue/b", "queue");
     expect(known.list().map((d) => d.destination)).toEqual(["/topic/t", "/queue/b"]);
+  });
+});
+
+describe("providerLogger", () => {
+  it("names the provider on the caller's logger, and is silent without one", () => {
+    const fields: Record<string, unknown>[] = [];
+    const logger: Logger = {
+      debug: () => {},
+      info: () => {},
+      warn: () => {},
+      error: () => {},
+      child: (f) => {
+        fields.push(f);
+        return logger;
+      },
+    };
+    expect(providerLogger("rabbitmq", logger)).toBe(logger);
+    expect(fields).toEqual([{ provider: "rabbitmq" }]);
+    expect(() => providerLogger("redis", undefined).warn("nothing to see")).not.toThrow();
   });
 });

@@ -1,22 +1,15 @@
 import { mkdir } from "node:fs/promises";
 import {
-  type DurabilityCounters,
   type Logger,
-  type MessageHandler,
-  type OutboundMessage,
   type ProviderCapabilities,
   ProviderError,
-  type ProviderHealth,
-  type PublishReceipt,
   type QueueProtocol,
-  type Subscription,
   silentLogger,
 } from "@factflow/protocols";
 import {
   destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
-  type ResolvedSubscribeOptions,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
 import { createAdmin } from "./admin.js";
@@ -204,7 +197,7 @@ export function createEmbeddedProvider(
       await releaseLock?.();
     },
 
-    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    async publish(destination, message) {
       const b = use("publish");
       const target = publishTarget(destination);
       const prepared = prepareMessage(target.destination, message, config.maxMessageBytes, Date.now());
@@ -213,11 +206,7 @@ export function createEmbeddedProvider(
       return { id: prepared.id };
     },
 
-    async subscribe(
-      destination: string,
-      handler: MessageHandler,
-      options: ResolvedSubscribeOptions,
-    ): Promise<Subscription> {
+    async subscribe(destination, handler, options) {
       const b = use("subscribe");
       const target = resolveTarget(destination);
       const name = validateSubscriptionName(options.subscription);
@@ -238,7 +227,7 @@ export function createEmbeddedProvider(
       };
     },
 
-    counters(): DurabilityCounters {
+    counters() {
       return broker === undefined ? emptyDurabilityCounters() : { ...broker.counters };
     },
 
@@ -278,7 +267,7 @@ export function createEmbeddedProvider(
       };
     },
 
-    health(): ProviderHealth {
+    health() {
       const problems: string[] = [];
       const tail = recovered?.corruptTail;
       if (tail !== undefined)

@@ -1,20 +1,10 @@
-import {
-  type DurabilityCounters,
-  type Logger,
-  type MessageHandler,
-  type OutboundMessage,
-  type ProviderCapabilities,
-  type PublishReceipt,
-  type QueueProtocol,
-  type Subscription,
-  silentLogger,
-} from "@factflow/protocols";
+import type { Logger, ProviderCapabilities, QueueProtocol } from "@factflow/protocols";
 import {
   destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
   KnownDestinations,
-  type ResolvedSubscribeOptions,
+  providerLogger,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
 import { PulsarAdmin } from "./admin.js";
@@ -82,8 +72,8 @@ export function createPulsarProvider(
   options: PulsarProviderOptions = {},
 ): PulsarProvider {
   const config = parsePulsarConfig(input);
-  const logger = (options.logger ?? silentLogger).child({ provider: "pulsar" });
-  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const logger = providerLogger("pulsar", options.logger);
+  const counters = emptyDurabilityCounters();
   const transport =
     options.transport?.(config) ??
     new WsTransport({
@@ -140,7 +130,7 @@ export function createPulsarProvider(
       transport.closeAll();
     },
 
-    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    async publish(destination, message) {
       const target = targetOf(destination);
       const encoded = encodeMessage(destination, message, config.maxMessageBytes);
       counters.published += 1;
@@ -159,11 +149,7 @@ export function createPulsarProvider(
       return { id: encoded.id };
     },
 
-    async subscribe(
-      destination: string,
-      handler: MessageHandler,
-      options: ResolvedSubscribeOptions,
-    ): Promise<Subscription> {
+    async subscribe(destination, handler, options) {
       const route = routeOf(destination, options.subscription);
       if (route.kind === "queue") await topics.ensureQueue(route.topic);
       else {

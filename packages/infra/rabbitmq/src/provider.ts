@@ -1,21 +1,15 @@
 import {
-  type DurabilityCounters,
   type Logger,
-  type MessageHandler,
-  type OutboundMessage,
   type ProviderCapabilities,
   ProviderError,
-  type PublishReceipt,
   type QueueProtocol,
-  type Subscription,
-  silentLogger,
 } from "@factflow/protocols";
 import {
   destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
   KnownDestinations,
-  type ResolvedSubscribeOptions,
+  providerLogger,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
 import { RabbitMqAdmin } from "./admin.js";
@@ -73,8 +67,8 @@ export function createRabbitMqProvider(
   options: RabbitMqProviderOptions = {},
 ): RabbitMqProvider {
   const config = parseRabbitMqConfig(input);
-  const logger = (options.logger ?? silentLogger).child({ provider: "rabbitmq" });
-  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const logger = providerLogger("rabbitmq", options.logger);
+  const counters = emptyDurabilityCounters();
   // Publishing gets a connection of its own: when RabbitMQ throttles a publishing connection
   // (credit flow, or `connection.blocked`), it stops reading from it, and acks sharing that socket
   // would wait behind the throttled publishes, stalling every consumer.
@@ -170,7 +164,7 @@ export function createRabbitMqProvider(
       await Promise.all([connection.close(), publishConnection.close()]);
     },
 
-    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    async publish(destination, message) {
       const target = resolveCached(destination);
       const encoded = encodeMessage(destination, message, config.maxMessageBytes);
       const delay = message.delayMs ?? 0;
@@ -212,11 +206,7 @@ export function createRabbitMqProvider(
       return { id: encoded.id };
     },
 
-    async subscribe(
-      destination: string,
-      handler: MessageHandler,
-      options: ResolvedSubscribeOptions,
-    ): Promise<Subscription> {
+    async subscribe(destination, handler, options) {
       const { target, route, shape } = planSubscription(destination, options);
       const { sourceQueue } = route;
       /** Declares the subscription's topology; `fresh` ignores what is remembered (something was deleted). */

@@ -1,16 +1,10 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import {
-  type DurabilityCounters,
   type Logger,
-  type MessageHandler,
-  type OutboundMessage,
   type ProviderCapabilities,
   ProviderError,
-  type PublishReceipt,
   type QueueProtocol,
-  type Subscription,
-  silentLogger,
 } from "@factflow/protocols";
 import {
   checkDestination,
@@ -19,7 +13,7 @@ import {
   emptyDurabilityCounters,
   guardProvider,
   prepareOutbound,
-  type ResolvedSubscribeOptions,
+  providerLogger,
   settleWithin,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
@@ -109,8 +103,8 @@ export function createRedisProvider(
   options: RedisProviderOptions = {},
 ): RedisProvider {
   const config = parseRedisConfig(input);
-  const logger = (options.logger ?? silentLogger).child({ provider: "redis" });
-  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const logger = providerLogger("redis", options.logger);
+  const counters = emptyDurabilityCounters();
   const subscriptions = new Set<RedisSubscription>();
   /** Delayed-set pumps of this process's subscriptions, by lane stream, woken by local publishes. */
   const pumps = new Map<string, Set<DelayedPump>>();
@@ -188,7 +182,7 @@ export function createRedisProvider(
       client.disconnect();
     },
 
-    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    async publish(destination, message) {
       const target = targetOf(destination);
       const prepared = prepareOutbound("redis", destination, message, {
         maxBytes: config.maxMessageBytes,
@@ -228,11 +222,7 @@ export function createRedisProvider(
       return { id: prepared.id };
     },
 
-    async subscribe(
-      destination: string,
-      handler: MessageHandler,
-      options: ResolvedSubscribeOptions,
-    ): Promise<Subscription> {
+    async subscribe(destination, handler, options) {
       const lane = laneFor(config.keyPrefix, destination, options.subscription);
       const client = connected();
       consumerCount += 1;
