@@ -1,6 +1,10 @@
+export { brokerUrl, positiveInt } from "./config-fields.js";
 export { emptyDurabilityCounters } from "./counters.js";
+export type { DeadLetterFallbacks } from "./dead-letter.js";
+export { deadLetterFromHeaders } from "./dead-letter.js";
 export type { Expiring } from "./deadline-sweep.js";
 export { DeadlineSweep, HandlerRun } from "./deadline-sweep.js";
+export { destinationMemo } from "./destination-memo.js";
 export type { EnvelopeFallbacks } from "./envelope-headers.js";
 export { compactHeaders, envelopeFromHeaders } from "./envelope-headers.js";
 export type { DeadLetterOrigin } from "./failure-headers.js";
@@ -13,6 +17,9 @@ export type { GuardOptions, UnguardedProvider } from "./guard.js";
 export { guardProvider } from "./guard.js";
 export type { HandlerRunsOptions } from "./handler-runs.js";
 export { HandlerRuns, once } from "./handler-runs.js";
+export { KnownDestinations } from "./known-destinations.js";
+export type { NativeErrorMeaning } from "./native-error.js";
+export { networkErrorCode } from "./native-error.js";
 export type { PreparedOutbound, PrepareOutboundOptions } from "./outbound.js";
 export {
   checkDestination,
@@ -22,6 +29,7 @@ export {
   prepareOutbound,
 } from "./outbound.js";
 export { parseProviderConfig } from "./parse-config.js";
+export { providerLogger } from "./provider-logger.js";
 export type { HandlerOutcome, SettlementContext, SettlementVerdict } from "./settlement.js";
 export { decideSettlement, MAX_LAST_ERROR_LENGTH, runHandler } from "./settlement.js";
 export type { ReportedSubscription, SettledIdentity } from "./settlement-report.js";

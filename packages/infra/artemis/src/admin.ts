@@ -11,7 +11,7 @@ import {
   type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
-import { redriveHeaders } from "@factflow/provider-kit";
+import { deadLetterFromHeaders, redriveHeaders } from "@factflow/provider-kit";
 import type { IMessage } from "@stomp/stompjs";
 import {
   BROKER_DEAD_LETTER_ADDRESS,
@@ -403,12 +403,9 @@ function toDeadLetter(message: IMessage): DeadLetter {
   // Moved by the broker's redelivery bound, not by Factflow: no Factflow reason header on it.
   const byBroker =
     headers[Headers.deadLetterReason] === undefined && message.headers[ORIGINAL_QUEUE_PROPERTY] !== undefined;
-  const lastError = byBroker ? BROKER_DEAD_LETTER_ERROR : headers[Headers.lastError];
-  return {
-    message: envelope,
-    reason: headers[Headers.deadLetterReason] ?? (byBroker ? BROKER_DEAD_LETTER_REASON : "unknown"),
-    attempts: Math.max(1, Number.parseInt(headers[Headers.deliveryAttempt] ?? "1", 10) || 1),
-    deadLetteredAt: headers[Headers.deadLetteredAt] ?? envelope.publishedAt,
-    ...(lastError === undefined ? {} : { lastError }),
-  };
+  const letter = deadLetterFromHeaders(envelope, headers, {
+    reason: byBroker ? BROKER_DEAD_LETTER_REASON : "unknown",
+    deadLetteredAt: envelope.publishedAt,
+  });
+  return byBroker ? { ...letter, lastError: BROKER_DEAD_LETTER_ERROR } : letter;
 }

@@ -1,13 +1,8 @@
-import {
-  errorText,
-  isFactflowError,
-  NETWORK_ERROR_CODES,
-  ProviderError,
-  type ProviderErrorReason,
-} from "@factflow/protocols";
+import { errorText, isFactflowError, ProviderError, type ProviderErrorReason } from "@factflow/protocols";
+import { type NativeErrorMeaning, networkErrorCode } from "@factflow/provider-kit";
 
 /** Artemis error codes (the `AMQnnnnnn` prefix of an ERROR frame's `message`) and what they mean. */
-const ARTEMIS_CODES: Record<string, { reason: ProviderErrorReason; hint: string }> = {
+const ARTEMIS_CODES: Record<string, NativeErrorMeaning> = {
   AMQ229031: {
     reason: "authentication",
     hint: "the broker refused the login; check login/passcode (or the user in the URL)",
@@ -111,13 +106,13 @@ export function classifyArtemisError(error: unknown, what: string): ProviderErro
       { cause: error },
     );
   }
-  const socketError = socketErrorOf(error);
-  if (socketError?.code !== undefined && NETWORK_ERROR_CODES.has(socketError.code)) {
+  const networkCode = networkErrorCode(socketErrorOf(error));
+  if (networkCode !== undefined) {
     const hint =
-      socketError.code === "ECONNREFUSED"
+      networkCode === "ECONNREFUSED"
         ? "nothing listens there; start the broker (bash scripts/services/artemis.sh start) or fix the URL"
         : "the network path to the broker failed; the provider reconnects on its own";
-    return new ProviderError("artemis", "connection", `${what}: ${socketError.code}: ${hint}`, {
+    return new ProviderError("artemis", "connection", `${what}: ${networkCode}: ${hint}`, {
       cause: error,
     });
   }

@@ -1,10 +1,8 @@
 import { redactUrl } from "@factflow/protocols";
-import { parseProviderConfig } from "@factflow/provider-kit";
+import { brokerUrl, parseProviderConfig, positiveInt } from "@factflow/provider-kit";
 import * as v from "valibot";
 
 export { redactUrl };
-
-const positiveInt = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(max));
 
 /** What `scripts/services/artemis.sh start` prints, and the default of every Artemis setting. */
 export const DEFAULT_ARTEMIS_URL = "stomp://127.0.0.1:61613";
@@ -16,17 +14,9 @@ export const ArtemisConfigSchema = v.strictObject({
    * @default "stomp://127.0.0.1:61613"
    */
   url: v.optional(
-    v.pipe(
-      v.string(),
-      v.check((value) => {
-        try {
-          const parsed = new URL(value);
-          return parsed.protocol === "stomp:" && parsed.hostname !== "";
-        } catch {
-          return false;
-        }
-      }, 'must be a "stomp://host:port" URL, e.g. stomp://127.0.0.1:61613'),
-    ),
+    brokerUrl(["stomp:"], 'must be a "stomp://host:port" URL, e.g. stomp://127.0.0.1:61613', {
+      needsHost: true,
+    }),
     DEFAULT_ARTEMIS_URL,
   ),
   /** STOMP `login`; overrides a user in the URL. Anonymous when neither is set. */

@@ -1,17 +1,8 @@
-import {
-  type DurabilityCounters,
-  type Logger,
-  type MessageHandler,
-  type OutboundMessage,
-  type ProviderCapabilities,
-  type PublishReceipt,
-  type QueueProtocol,
-  silentLogger,
-} from "@factflow/protocols";
+import type { Logger, ProviderCapabilities, QueueProtocol } from "@factflow/protocols";
 import {
   emptyDurabilityCounters,
   guardProvider,
-  type ResolvedSubscribeOptions,
+  providerLogger,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
 import { ArtemisAdmin } from "./admin.js";
@@ -87,8 +78,8 @@ export function createArtemisProvider(
   options: ArtemisProviderOptions = {},
 ): ArtemisProvider {
   const config = parseArtemisConfig(input);
-  const logger = (options.logger ?? silentLogger).child({ provider: "artemis" });
-  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const logger = providerLogger("artemis", options.logger);
+  const counters = emptyDurabilityCounters();
   const link = new StompLink(endpointOf(config), config, logger, "factflow");
   const management = new ManagementClient(link, config);
   const guard = new SettlementGuard({ ...ALL_CHECKS, ...options.settlementChecks });
@@ -146,7 +137,7 @@ export function createArtemisProvider(
       await link.close();
     },
 
-    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    async publish(destination, message) {
       const target = resolveDestination(destination);
       const encoded = encodeMessage(destination, message, config.maxMessageBytes);
       counters.published += 1;
@@ -160,11 +151,7 @@ export function createArtemisProvider(
       return { id: encoded.id };
     },
 
-    async subscribe(
-      destination: string,
-      handler: MessageHandler,
-      subscribeOptions: ResolvedSubscribeOptions,
-    ) {
+    async subscribe(destination, handler, subscribeOptions) {
       const target = resolveDestination(destination);
       checkSubscriptionName(destination, subscribeOptions.subscription);
       const subscription = new ArtemisSubscription(target, handler, subscribeOptions, {

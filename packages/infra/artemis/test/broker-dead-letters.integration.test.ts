@@ -2,11 +2,7 @@ import { waitFor } from "@factflow/infra-testkit";
 import type { Delivery, HandlerResult } from "@factflow/protocols";
 import { afterAll, describe, expect, it } from "vitest";
 import { type ArtemisProvider, createArtemisProvider } from "../src/index.js";
-import { ARTEMIS_URL, artemisAvailability } from "./helpers.js";
-
-const available = await artemisAvailability();
-const required = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
-if (!available.ok) console.warn(`[factflow/artemis] broker dead-letter tests not run: ${available.reason}`);
+import { ARTEMIS_URL, registerWithArtemis } from "./helpers.js";
 
 /**
  * `docker/artemis/broker.xml` bounds broker-driven redelivery of "factflow-redelivery-probe.#" at 2
@@ -162,15 +158,8 @@ function registerTests(): void {
   });
 }
 
-function registerUnavailable(): void {
-  describe("messages the broker dead-letters on its own (real Artemis)", () => {
-    it("needs a running Artemis", (context) => {
-      const reason = available.ok ? "" : available.reason;
-      if (required) throw new Error(`Artemis is required (FACTFLOW_REQUIRE_SERVICES=1) but ${reason}`);
-      context.skip(`not run: ${reason}`);
-    });
-  });
-}
-
-if (available.ok) registerTests();
-else registerUnavailable();
+await registerWithArtemis(
+  "broker dead-letter tests",
+  "messages the broker dead-letters on its own (real Artemis)",
+  registerTests,
+);

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type Availability, probeTcp } from "@factflow/infra-testkit";
+import { describe, it } from "vitest";
 import { DEFAULT_ARTEMIS_URL } from "../src/index.js";
 
 /** Where `scripts/services/artemis.sh` records the URL its broker answers on. */
@@ -40,4 +41,27 @@ export async function artemisAvailability(): Promise<Availability> {
 /** A run-unique name prefix, so runs against a shared broker never see each other. */
 export function runPrefix(label: string): string {
   return `fftest-${label}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+}
+
+/**
+ * Registers a file's tests against the real broker (`register`) when Artemis answers. When it does
+ * not, it warns that `what` did not run and registers one test under `title` that is skipped with
+ * the reason, or fails with it when FACTFLOW_REQUIRE_SERVICES=1.
+ */
+export async function registerWithArtemis(what: string, title: string, register: () => void): Promise<void> {
+  const available = await artemisAvailability();
+  if (available.ok) {
+    register();
+    return;
+  }
+  const { reason } = available;
+  console.warn(`[factflow/artemis] ${what} not run: ${reason}`);
+  describe(title, () => {
+    it("needs a running Artemis", (context) => {
+      if (process.env.FACTFLOW_REQUIRE_SERVICES === "1") {
+        throw new Error(`Artemis is required (FACTFLOW_REQUIRE_SERVICES=1) but ${reason}`);
+      }
+      context.skip(`not run: ${reason}`);
+    });
+  });
 }

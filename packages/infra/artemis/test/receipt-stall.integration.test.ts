@@ -6,14 +6,10 @@ import {
   ARTEMIS_HOST,
   ARTEMIS_PORT,
   ARTEMIS_URL,
-  artemisAvailability,
+  registerWithArtemis,
   runPrefix,
   urlVia,
 } from "./helpers.js";
-
-const available = await artemisAvailability();
-const required = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
-if (!available.ok) console.warn(`[factflow/artemis] receipt-stall tests not run: ${available.reason}`);
 
 const PREFIX = runPrefix("stall");
 const queues: string[] = [];
@@ -140,15 +136,8 @@ function registerTests(): void {
   });
 }
 
-function registerUnavailable(): void {
-  describe("no RECEIPT for a retry copy → the original stays unsettled (real Artemis)", () => {
-    it("needs a running Artemis", (context) => {
-      const reason = available.ok ? "" : available.reason;
-      if (required) throw new Error(`Artemis is required (FACTFLOW_REQUIRE_SERVICES=1) but ${reason}`);
-      context.skip(`not run: ${reason}`);
-    });
-  });
-}
-
-if (available.ok) registerTests();
-else registerUnavailable();
+await registerWithArtemis(
+  "receipt-stall tests",
+  "no RECEIPT for a retry copy → the original stays unsettled (real Artemis)",
+  registerTests,
+);

@@ -2,15 +2,11 @@ import { sleep, waitFor } from "@factflow/infra-testkit";
 import type { Delivery, HandlerResult } from "@factflow/protocols";
 import { afterAll, describe, expect, it } from "vitest";
 import { type ArtemisProvider, createArtemisProvider, type SettlementChecks } from "../src/index.js";
-import { ARTEMIS_URL, artemisAvailability, runPrefix } from "./helpers.js";
+import { ARTEMIS_URL, registerWithArtemis, runPrefix } from "./helpers.js";
 
-const available = await artemisAvailability();
-const required = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
 const prefix = runPrefix("settle");
 const used: string[] = [];
 const NONE: SettlementChecks = { connection: false, consumer: false, reissue: false };
-
-if (!available.ok) console.warn(`[factflow/artemis] settlement tests not run: ${available.reason}`);
 
 function provider(
   checks: SettlementChecks,
@@ -206,15 +202,4 @@ function registerGuardTests(): void {
   });
 }
 
-function registerUnavailable(): void {
-  describe("settlement guard (real Artemis)", () => {
-    it("needs a running Artemis", (context) => {
-      const reason = available.ok ? "" : available.reason;
-      if (required) throw new Error(`Artemis is required (FACTFLOW_REQUIRE_SERVICES=1) but ${reason}`);
-      context.skip(`not run: ${reason}`);
-    });
-  });
-}
-
-if (available.ok) registerGuardTests();
-else registerUnavailable();
+await registerWithArtemis("settlement tests", "settlement guard (real Artemis)", registerGuardTests);

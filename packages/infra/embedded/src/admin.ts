@@ -1,13 +1,10 @@
 import {
   type DeadLetter,
-  type DeadLetterPage,
   type DeadLetterSource,
   type DeleteDestinationOptions,
   type DeleteDestinationResult,
   type DestinationInfo,
-  type DestinationStats,
   Headers,
-  type PurgeDestinationResult,
   type QueueAdminProtocol,
   TOPIC_PREFIX,
 } from "@factflow/protocols";
@@ -165,7 +162,7 @@ const ALL = Number.MAX_SAFE_INTEGER;
  */
 export function createAdmin(use: (operation: string) => Broker): QueueAdminProtocol {
   return {
-    async listDestinations(): Promise<readonly DestinationInfo[]> {
+    async listDestinations() {
       const broker = use("admin.listDestinations");
       const out: DestinationInfo[] = [];
       for (const queue of broker.queues.values()) {
@@ -177,7 +174,7 @@ export function createAdmin(use: (operation: string) => Broker): QueueAdminProto
       return out.sort((a, b) => a.destination.localeCompare(b.destination));
     },
 
-    async stats(source: DeadLetterSource): Promise<DestinationStats> {
+    async stats(source) {
       const broker = use("admin.stats");
       const queues = queuesOf(broker, source, false);
       let depth = 0;
@@ -194,7 +191,7 @@ export function createAdmin(use: (operation: string) => Broker): QueueAdminProto
       return source.subscription === undefined ? stats : { ...stats, subscription: source.subscription };
     },
 
-    async browseDeadLetters(source, page): Promise<DeadLetterPage> {
+    async browseDeadLetters(source, page) {
       const broker = use("admin.browseDeadLetters");
       const offset = page?.offset ?? 0;
       const limit = page?.limit ?? 50;
@@ -218,7 +215,7 @@ export function createAdmin(use: (operation: string) => Broker): QueueAdminProto
       return { total: queue.dead.size, offset, items };
     },
 
-    async redriveAll(source): Promise<{ redriven: number }> {
+    async redriveAll(source) {
       const broker = use("admin.redriveAll");
       const queue = queuesOf(broker, source, true)[0];
       if (queue === undefined) return { redriven: 0 };
@@ -227,7 +224,7 @@ export function createAdmin(use: (operation: string) => Broker): QueueAdminProto
       return { redriven: messages.length };
     },
 
-    async redriveOne(source, messageId): Promise<{ redriven: boolean }> {
+    async redriveOne(source, messageId) {
       const broker = use("admin.redriveOne");
       const id = checkId(messageId);
       const queue = queuesOf(broker, source, true)[0];
@@ -237,7 +234,7 @@ export function createAdmin(use: (operation: string) => Broker): QueueAdminProto
       return { redriven: true };
     },
 
-    async discardOne(source, messageId): Promise<{ discarded: boolean }> {
+    async discardOne(source, messageId) {
       const broker = use("admin.discardOne");
       const id = checkId(messageId);
       const queue = queuesOf(broker, source, true)[0];
@@ -247,11 +244,11 @@ export function createAdmin(use: (operation: string) => Broker): QueueAdminProto
       return { discarded: true };
     },
 
-    async deleteDestination(source, options = {}): Promise<DeleteDestinationResult> {
+    async deleteDestination(source, options = {}) {
       return deleteQueue(use("admin.deleteDestination"), source, options);
     },
 
-    async purgeDestination(source): Promise<PurgeDestinationResult> {
+    async purgeDestination(source) {
       const broker = use("admin.purgeDestination");
       const queue = queuesOf(broker, source, true)[0];
       if (queue === undefined) return { purged: 0, reason: `${describeSource(source)} does not exist` };

@@ -1,21 +1,15 @@
 import { mkdir } from "node:fs/promises";
 import {
-  type DurabilityCounters,
   type Logger,
-  type MessageHandler,
-  type OutboundMessage,
   type ProviderCapabilities,
   ProviderError,
-  type ProviderHealth,
-  type PublishReceipt,
   type QueueProtocol,
-  type Subscription,
   silentLogger,
 } from "@factflow/protocols";
 import {
+  destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
-  type ResolvedSubscribeOptions,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
 import { createAdmin } from "./admin.js";
@@ -34,7 +28,7 @@ import {
   recoverLog,
 } from "./log-store.js";
 import { prepareMessage } from "./message.js";
-import { parseKey, resolveTarget, type Target, validateSubscriptionName } from "./naming.js";
+import { parseKey, resolveTarget, validateSubscriptionName } from "./naming.js";
 import { parseDefinition, type QueueDefinition } from "./queue-options.js";
 import { encodeMessage, encodeRecord } from "./record-codec.js";
 
@@ -133,17 +127,7 @@ export function createEmbeddedProvider(
   let releaseLock: (() => Promise<void>) | undefined;
   let recovered: RecoveredState | undefined;
   /** Publish destinations already checked: a pipeline publishes to a few queues over and over. */
-  const targets = new Map<string, Target>();
-  const publishTarget = (destination: string): Target => {
-    let target = targets.get(destination);
-    if (target === undefined) {
-      target = resolveTarget(destination);
-      // Bounded: executions come and go, each with queues of its own.
-      if (targets.size >= TARGET_CACHE_SIZE) targets.clear();
-      targets.set(destination, target);
-    }
-    return target;
-  };
+  const publishTarget = destinationMemo(resolveTarget, TARGET_CACHE_SIZE);
 
   /** The open broker. The kit's guard lets calls through only while connected, so it is there. */
   const use = (operation: string): Broker => {
@@ -213,7 +197,7 @@ export function createEmbeddedProvider(
       await releaseLock?.();
     },
 
-    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    async publish(destination, message) {
       const b = use("publish");
       const target = publishTarget(destination);
       const prepared = prepareMessage(target.destination, message, config.maxMessageBytes, Date.now());
@@ -222,11 +206,7 @@ export function createEmbeddedProvider(
       return { id: prepared.id };
     },
 
-    async subscribe(
-      destination: string,
-      handler: MessageHandler,
-      options: ResolvedSubscribeOptions,
-    ): Promise<Subscription> {
+    async subscribe(destination, handler, options) {
       const b = use("subscribe");
       const target = resolveTarget(destination);
       const name = validateSubscriptionName(options.subscription);
@@ -247,7 +227,7 @@ export function createEmbeddedProvider(
       };
     },
 
-    counters(): DurabilityCounters {
+    counters() {
       return broker === undefined ? emptyDurabilityCounters() : { ...broker.counters };
     },
 
@@ -287,7 +267,7 @@ export function createEmbeddedProvider(
       };
     },
 
-    health(): ProviderHealth {
+    health() {
       const problems: string[] = [];
       const tail = recovered?.corruptTail;
       if (tail !== undefined)

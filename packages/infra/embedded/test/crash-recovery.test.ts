@@ -1,11 +1,11 @@
-import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { spawnFixture } from "@factflow/infra-testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createEmbeddedProvider } from "../src/index.js";
 import { recordingLogger, tempDir, waitFor } from "./helpers.js";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
-const child = fileURLToPath(new URL("./fixtures/crash-child.ts", import.meta.url));
+const fixture = fileURLToPath(new URL("./fixtures/crash-child.ts", import.meta.url));
 
 let dir: { path: string; remove: () => Promise<void> };
 beforeEach(async () => {
@@ -22,44 +22,25 @@ describe("kill -9", () => {
   ])(
     "loses no published message and brings back only acks that were not yet durable (%s)",
     async (_label, compactAfterBytes, speed) => {
-      const args = [
-        "--conditions=factflow-source",
-        "--import",
-        "tsx",
-        child,
-        dir.path,
-        String(compactAfterBytes),
-        speed,
-      ];
-      const proc = spawn(process.execPath, args, { cwd: packageDir, stdio: ["ignore", "pipe", "pipe"] });
       const published = new Set<string>();
       const acked = new Set<string>();
       let ready = false;
       let compactions = 0;
-      let stderr = "";
-      let rest = "";
-      proc.stderr.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString();
-      });
-      proc.stdout.on("data", (chunk: Buffer) => {
-        const lines = (rest + chunk.toString()).split("\n");
-        rest = lines.pop() ?? "";
-        for (const line of lines) {
+      const child = spawnFixture(fixture, [dir.path, String(compactAfterBytes), speed], {
+        cwd: packageDir,
+        onLine: (line) => {
           if (line === "READY") ready = true;
           else if (line.startsWith("P ")) published.add(line.slice(2));
           else if (line.startsWith("A ")) acked.add(line.slice(2));
           else if (line.startsWith("C ")) compactions = Number(line.slice(2));
-        }
+        },
       });
-      const drained = new Promise((resolve) => proc.stdout.on("close", resolve));
-      const exited = new Promise<number | null>((resolve) =>
-        proc.on("exit", (_code, signal) => resolve(signal === null ? 0 : 1)),
-      );
+      const { proc } = child;
       try {
         await waitFor(() => ready || proc.exitCode !== null, "the child to start", 60_000).catch((e) => {
-          throw new Error(`${e}; stderr: ${stderr}; lines: ${published.size}`);
+          throw new Error(`${e}; stderr: ${child.stderr}; lines: ${published.size}`);
         });
-        expect(stderr).toBe("");
+        expect(child.stderr).toBe("");
         await waitFor(
           () =>
             published.size >= 3_000 &&
@@ -69,15 +50,15 @@ describe("kill -9", () => {
           60_000,
         ).catch((e) => {
           throw new Error(
-            `${e}; published ${published.size}, acked ${acked.size}, compactions ${compactions}; stderr: ${stderr}`,
+            `${e}; published ${published.size}, acked ${acked.size}, compactions ${compactions}; stderr: ${child.stderr}`,
           );
         });
       } finally {
         proc.kill("SIGKILL");
       }
-      expect(await exited, `the child died before the kill; stderr: ${stderr}`).toBe(1);
+      expect(await child.exited, `the child died before the kill; stderr: ${child.stderr}`).toBe("SIGKILL");
       // Lines written before the kill may still be in the pipe.
-      await drained;
+      await child.drained;
 
       const logger = recordingLogger();
       const provider = createEmbeddedProvider({ mode: "file", dataDir: dir.path }, { logger });

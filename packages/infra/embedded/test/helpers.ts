@@ -2,6 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "@factflow/protocols";
+import { afterEach } from "vitest";
+import { createEmbeddedProvider, type EmbeddedConfigInput, type EmbeddedProvider } from "../src/index.js";
 
 /** Polls `condition` until it holds or the deadline passes (then throws with `what`). */
 export async function waitFor(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
@@ -41,4 +43,31 @@ export function recordingLogger(): Logger & {
     child: () => logger,
   };
   return logger;
+}
+
+/**
+ * Makes the providers of a test file: `create` a new one, `connected` a new connected one. Each is
+ * closed after the test that made it.
+ */
+export function providersClosedAfterEach(): {
+  create(input?: EmbeddedConfigInput): EmbeddedProvider;
+  connected(input?: EmbeddedConfigInput): Promise<EmbeddedProvider>;
+} {
+  const made: EmbeddedProvider[] = [];
+  afterEach(async () => {
+    for (const provider of made.splice(0)) await provider.close();
+  });
+  const create = (input?: EmbeddedConfigInput) => {
+    const provider = createEmbeddedProvider(input);
+    made.push(provider);
+    return provider;
+  };
+  return {
+    create,
+    async connected(input) {
+      const provider = create(input);
+      await provider.connect();
+      return provider;
+    },
+  };
 }

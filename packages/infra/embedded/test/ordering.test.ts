@@ -1,17 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { createEmbeddedProvider, type EmbeddedProvider } from "../src/index.js";
-import { sleep, waitFor } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { providersClosedAfterEach, sleep, waitFor } from "./helpers.js";
 
-let provider: EmbeddedProvider;
-afterEach(async () => {
-  await provider?.close();
-});
-
-async function connected(): Promise<EmbeddedProvider> {
-  provider = createEmbeddedProvider();
-  await provider.connect();
-  return provider;
-}
+const { connected } = providersClosedAfterEach();
 
 describe("fifo", () => {
   it("delivers one at a time in publish order across competing consumers", async () => {

@@ -1,18 +1,8 @@
 import type { Delivery, ProviderError } from "@factflow/protocols";
-import { afterEach, describe, expect, it } from "vitest";
-import { createEmbeddedProvider, type EmbeddedProvider } from "../src/index.js";
-import { sleep, waitFor } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { providersClosedAfterEach, sleep, waitFor } from "./helpers.js";
 
-let provider: EmbeddedProvider;
-afterEach(async () => {
-  await provider?.close();
-});
-
-async function connected(): Promise<EmbeddedProvider> {
-  provider = createEmbeddedProvider();
-  await provider.connect();
-  return provider;
-}
+const { create, connected } = providersClosedAfterEach();
 
 async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
   try {
@@ -25,7 +15,7 @@ async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
 
 describe("lifecycle", () => {
   it("connects and closes idempotently and refuses use before connect and after close", async () => {
-    provider = createEmbeddedProvider();
+    const provider = create();
     const early = await rejection(provider.publish("/queue/a", { body: 1 }));
     expect(early.code).toBe("provider_not_connected");
     await Promise.all([provider.connect(), provider.connect()]);
@@ -39,7 +29,7 @@ describe("lifecycle", () => {
   });
 
   it("closes an unconnected provider", async () => {
-    provider = createEmbeddedProvider();
+    const provider = create();
     await provider.close();
     expect(provider.counters().published).toBe(0);
   });
@@ -183,8 +173,7 @@ describe("topics", () => {
 
 describe("bad input", () => {
   it("rejects invalid destinations, non-JSON bodies and oversized messages with clear errors, losing nothing", async () => {
-    provider = createEmbeddedProvider({ maxMessageBytes: 1_000 });
-    const p = provider;
+    const p = create({ maxMessageBytes: 1_000 });
     await p.connect();
     await p.publish("/queue/ok", { body: 1 });
     const cases: [Promise<unknown>, string][] = [

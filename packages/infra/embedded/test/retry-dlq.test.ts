@@ -1,18 +1,8 @@
 import type { Delivery, MessageStatus } from "@factflow/protocols";
-import { afterEach, describe, expect, it } from "vitest";
-import { createEmbeddedProvider, type EmbeddedProvider } from "../src/index.js";
-import { sleep, waitFor } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { providersClosedAfterEach, sleep, waitFor } from "./helpers.js";
 
-let provider: EmbeddedProvider;
-afterEach(async () => {
-  await provider?.close();
-});
-
-async function connected(): Promise<EmbeddedProvider> {
-  provider = createEmbeddedProvider();
-  await provider.connect();
-  return provider;
-}
+const { connected } = providersClosedAfterEach();
 
 const fast = { maxAttempts: 3, initialDelayMs: 40, multiplier: 2, maxDelayMs: 1_000 };
 

@@ -11,7 +11,7 @@ import {
   type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
-import { parseAttempt, redriveHeaders } from "@factflow/provider-kit";
+import { deadLetterFromHeaders, redriveHeaders } from "@factflow/provider-kit";
 import { copyPayload, decodeMessage, decodePayload } from "./codec.js";
 import type { PulsarConfig } from "./config.js";
 import { DEAD_LETTER_SUBSCRIPTION, type PulsarRoute, resolveDestination, routeOf } from "./naming.js";
@@ -359,13 +359,8 @@ function toDeadLetter(payload: Buffer, publishTime: string | undefined): DeadLet
       lastError: decoded.error,
     };
   }
-  const headers = decoded.envelope.headers;
-  const lastError = headers[Headers.lastError];
-  const letter: DeadLetter = {
-    message: decoded.envelope,
-    reason: headers[Headers.deadLetterReason] ?? "rejected",
-    attempts: parseAttempt(headers[Headers.deliveryAttempt]),
-    deadLetteredAt: headers[Headers.deadLetteredAt] ?? publishTime ?? new Date(0).toISOString(),
-  };
-  return lastError === undefined ? letter : { ...letter, lastError };
+  return deadLetterFromHeaders(decoded.envelope, decoded.envelope.headers, {
+    reason: "rejected",
+    deadLetteredAt: publishTime ?? new Date(0).toISOString(),
+  });
 }

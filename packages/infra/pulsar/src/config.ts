@@ -1,16 +1,5 @@
-import { parseProviderConfig } from "@factflow/provider-kit";
+import { brokerUrl, parseProviderConfig, positiveInt } from "@factflow/provider-kit";
 import * as v from "valibot";
-
-const positiveInt = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(max));
-
-/** True for a URL whose protocol is one of `protocols`. */
-function hasProtocol(value: string, protocols: readonly string[]): boolean {
-  try {
-    return protocols.includes(new URL(value).protocol);
-  } catch {
-    return false;
-  }
-}
 
 /** Pulsar tenant and namespace names: letters, digits, `_`, `-`, `=`, `:`, `.`. */
 const pulsarName = (what: string) =>
@@ -26,12 +15,9 @@ export const PulsarConfigSchema = v.strictObject({
    * @default "ws://127.0.0.1:8080"
    */
   url: v.optional(
-    v.pipe(
-      v.string(),
-      v.check(
-        (value) => hasProtocol(value, ["ws:", "wss:"]),
-        'must be a "ws://" or "wss://" URL of the broker web service, e.g. ws://127.0.0.1:8080',
-      ),
+    brokerUrl(
+      ["ws:", "wss:"],
+      'must be a "ws://" or "wss://" URL of the broker web service, e.g. ws://127.0.0.1:8080',
     ),
     "ws://127.0.0.1:8080",
   ),
@@ -40,12 +26,9 @@ export const PulsarConfigSchema = v.strictObject({
    * of ws(s) (a standalone broker serves both on one port).
    */
   adminUrl: v.optional(
-    v.pipe(
-      v.string(),
-      v.check(
-        (value) => hasProtocol(value, ["http:", "https:"]),
-        'must be an "http://" or "https://" URL of the admin REST API, e.g. http://127.0.0.1:8080',
-      ),
+    brokerUrl(
+      ["http:", "https:"],
+      'must be an "http://" or "https://" URL of the admin REST API, e.g. http://127.0.0.1:8080',
     ),
   ),
   /** Tenant of every Factflow topic. @default "public" */

@@ -1,25 +1,16 @@
+import type { Logger, ProviderCapabilities, QueueProtocol } from "@factflow/protocols";
 import {
-  type DestinationInfo,
-  type DurabilityCounters,
-  type Logger,
-  type MessageHandler,
-  type OutboundMessage,
-  type ProviderCapabilities,
-  type PublishReceipt,
-  type QueueProtocol,
-  type Subscription,
-  silentLogger,
-} from "@factflow/protocols";
-import {
+  destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
-  type ResolvedSubscribeOptions,
+  KnownDestinations,
+  providerLogger,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
 import { PulsarAdmin } from "./admin.js";
 import { encodeMessage } from "./codec.js";
 import { type PulsarConfig, type PulsarConfigInput, parsePulsarConfig } from "./config.js";
-import { type PulsarTarget, resolveDestination, routeOf } from "./naming.js";
+import { resolveDestination, routeOf } from "./naming.js";
 import { planConsumption } from "./ordered-plan.js";
 import { Producers } from "./producers.js";
 import { PulsarRest } from "./rest.js";
@@ -81,8 +72,8 @@ export function createPulsarProvider(
   options: PulsarProviderOptions = {},
 ): PulsarProvider {
   const config = parsePulsarConfig(input);
-  const logger = (options.logger ?? silentLogger).child({ provider: "pulsar" });
-  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const logger = providerLogger("pulsar", options.logger);
+  const counters = emptyDurabilityCounters();
   const transport =
     options.transport?.(config) ??
     new WsTransport({
@@ -101,28 +92,8 @@ export function createPulsarProvider(
   const topics = new Topics(rest);
   const producers = new Producers(transport, config.publishTimeoutMs, (topic) => topics.forget(topic));
   const subscriptions = new Set<PulsarSubscription>();
-  const known = new Map<string, { kind: "queue" | "topic"; subscriptions: Set<string> }>();
-
-  const targets = new Map<string, PulsarTarget>();
-  const targetOf = (destination: string): PulsarTarget => {
-    let target = targets.get(destination);
-    if (target === undefined) {
-      target = resolveDestination(destination);
-      if (targets.size >= 10_000) targets.clear();
-      targets.set(destination, target);
-    }
-    return target;
-  };
-
-  const remember = (destination: string, kind: "queue" | "topic", subscription?: string) => {
-    let entry = known.get(destination);
-    if (entry === undefined) {
-      if (known.size >= 10_000) known.clear();
-      entry = { kind, subscriptions: new Set() };
-      known.set(destination, entry);
-    }
-    if (subscription !== undefined && kind === "topic") entry.subscriptions.add(subscription);
-  };
+  const known = new KnownDestinations();
+  const targetOf = destinationMemo(resolveDestination);
 
   const admin = new PulsarAdmin({
     config,
@@ -130,13 +101,7 @@ export function createPulsarProvider(
     transport,
     producers,
     topics,
-    destinations: () =>
-      [...known.entries()].map(
-        ([destination, entry]): DestinationInfo =>
-          entry.kind === "topic"
-            ? { destination, kind: "topic", subscriptions: [...entry.subscriptions] }
-            : { destination, kind: "queue" },
-      ),
+    destinations: () => known.list(),
     inFlight: (destination, subscription) => {
       let total = 0;
       for (const s of subscriptions) {
@@ -165,15 +130,15 @@ export function createPulsarProvider(
       transport.closeAll();
     },
 
-    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    async publish(destination, message) {
       const target = targetOf(destination);
       const encoded = encodeMessage(destination, message, config.maxMessageBytes);
       counters.published += 1;
       if (target.kind === "queue") {
-        remember(destination, "queue");
+        known.remember(destination, "queue");
         // A queue keeps what is published before its first consumer: its subscription must exist.
         if (!topics.isQueueReady(target.topic)) await topics.ensureQueue(target.topic);
-      } else remember(destination, "topic");
+      } else known.remember(destination, "topic");
       await producers.send(
         target.topic,
         encoded.delayMs > 0
@@ -184,11 +149,7 @@ export function createPulsarProvider(
       return { id: encoded.id };
     },
 
-    async subscribe(
-      destination: string,
-      handler: MessageHandler,
-      options: ResolvedSubscribeOptions,
-    ): Promise<Subscription> {
+    async subscribe(destination, handler, options) {
       const route = routeOf(destination, options.subscription);
       if (route.kind === "queue") await topics.ensureQueue(route.topic);
       else {
@@ -196,7 +157,7 @@ export function createPulsarProvider(
         await topics.ensureTopicSubscription(route.retryTopic, route.pulsarSubscription);
       }
       await topics.ensureDeadLetterTopic(route.deadLetterTopic);
-      remember(destination, route.kind, options.subscription);
+      known.remember(destination, route.kind, options.subscription);
       const plan = planConsumption(handler, options);
       const subscription = new PulsarSubscription(
         { config, transport, producers, topics, counters, logger, onStop: (s) => subscriptions.delete(s) },

@@ -11,7 +11,7 @@ import {
   type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
-import { redriveHeaders } from "@factflow/provider-kit";
+import { deadLetterFromHeaders, redriveHeaders } from "@factflow/provider-kit";
 import type { ConfirmChannel, GetMessage, Message } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
@@ -329,13 +329,8 @@ function toDeadLetter(message: Message): DeadLetter {
           publishedAt: new Date().toISOString(),
         }
       : decoded.envelope;
-  const attempts = Number.parseInt(headers[Headers.deliveryAttempt] ?? "1", 10);
-  const lastError = headers[Headers.lastError];
-  const base = {
-    message: envelope,
-    reason: headers[Headers.deadLetterReason] ?? "unknown",
-    attempts: Number.isFinite(attempts) ? attempts : 1,
-    deadLetteredAt: headers[Headers.deadLetteredAt] ?? envelope.publishedAt,
-  };
-  return lastError === undefined ? base : { ...base, lastError };
+  return deadLetterFromHeaders(envelope, headers, {
+    reason: "unknown",
+    deadLetteredAt: envelope.publishedAt,
+  });
 }

@@ -1,14 +1,9 @@
-import {
-  errorText,
-  isFactflowError,
-  NETWORK_ERROR_CODES,
-  ProviderError,
-  type ProviderErrorReason,
-} from "@factflow/protocols";
+import { errorText, isFactflowError, ProviderError } from "@factflow/protocols";
+import { type NativeErrorMeaning, networkErrorCode } from "@factflow/provider-kit";
 import { redactSecrets } from "./config.js";
 
 /** AMQP reply codes (connection.close / channel.close) and what they mean for a caller. */
-const REPLY_CODES: Record<number, { reason: ProviderErrorReason; hint: string }> = {
+const REPLY_CODES: Record<number, NativeErrorMeaning> = {
   311: { reason: "invalid-input", hint: "the message is larger than the broker accepts (content too large)" },
   312: { reason: "not-found", hint: "the message could not be routed to any queue" },
   313: { reason: "rejected", hint: "no consumer could take the message immediately" },
@@ -49,14 +44,9 @@ function replyCodeOf(error: unknown, message: string): number | undefined {
   return match?.[1] === undefined ? undefined : Number(match[1]);
 }
 
-function classify(error: unknown, message: string): { reason: ProviderErrorReason; hint: string } {
-  const errno = (error as { code?: unknown } | null)?.code;
+function classify(error: unknown, message: string): NativeErrorMeaning {
   // amqplib's own connect timeout is a bare `new Error("connect ETIMEDOUT")`, without a code.
-  const textCode = /\b(E[A-Z]+)\b/.exec(message)?.[1];
-  if (
-    (typeof errno === "string" && NETWORK_ERROR_CODES.has(errno)) ||
-    (textCode !== undefined && NETWORK_ERROR_CODES.has(textCode))
-  ) {
+  if (networkErrorCode(error, message) !== undefined) {
     return {
       reason: "connection",
       hint: "the broker is unreachable; check the URL, that RabbitMQ runs and the network",

@@ -1,30 +1,21 @@
 import { redactSecrets, redactUrl } from "@factflow/protocols";
-import { parseProviderConfig } from "@factflow/provider-kit";
+import { brokerUrl, parseProviderConfig, positiveInt } from "@factflow/provider-kit";
 import * as v from "valibot";
 
 export { redactSecrets, redactUrl };
-
-const positiveInt = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(max));
 
 /** Settings of the RabbitMQ provider. */
 export const RabbitMqConfigSchema = v.strictObject({
   /** `amqp://user:password@host:port/vhost` (or `amqps://`). @default "amqp://127.0.0.1:5672" */
   url: v.optional(
-    v.pipe(
-      v.string(),
-      v.check((value) => {
-        try {
-          const protocol = new URL(value).protocol;
-          return protocol === "amqp:" || protocol === "amqps:";
-        } catch {
-          return false;
-        }
-      }, 'must be an "amqp://" or "amqps://" URL, e.g. amqp://guest:guest@127.0.0.1:5672'),
+    brokerUrl(
+      ["amqp:", "amqps:"],
+      'must be an "amqp://" or "amqps://" URL, e.g. amqp://guest:guest@127.0.0.1:5672',
     ),
     "amqp://127.0.0.1:5672",
   ),
   /** AMQP heartbeat interval; a silent connection is declared dead after two missed beats. @default 5 */
-  heartbeatSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(600)), 5),
+  heartbeatSeconds: v.optional(positiveInt(600), 5),
   /** Time allowed for the TCP + AMQP handshake of one connection attempt, in ms. @default 10000 */
   connectTimeoutMs: v.optional(positiveInt(300_000), 10_000),
   /**

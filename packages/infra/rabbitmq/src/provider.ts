@@ -1,20 +1,15 @@
 import {
-  type DestinationInfo,
-  type DurabilityCounters,
   type Logger,
-  type MessageHandler,
-  type OutboundMessage,
   type ProviderCapabilities,
   ProviderError,
-  type PublishReceipt,
   type QueueProtocol,
-  type Subscription,
-  silentLogger,
 } from "@factflow/protocols";
 import {
+  destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
-  type ResolvedSubscribeOptions,
+  KnownDestinations,
+  providerLogger,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
 import { RabbitMqAdmin } from "./admin.js";
@@ -26,7 +21,7 @@ import { resolveDestination, retryQueueName } from "./naming.js";
 import { Publisher } from "./publisher.js";
 import { planSubscription } from "./subscribe-plan.js";
 import { RabbitSubscription } from "./subscription.js";
-import { rememberBounded, Topology } from "./topology.js";
+import { MAX_REMEMBERED_NAMES, Topology } from "./topology.js";
 
 /** Options besides the config. */
 export interface RabbitMqProviderOptions {
@@ -72,8 +67,8 @@ export function createRabbitMqProvider(
   options: RabbitMqProviderOptions = {},
 ): RabbitMqProvider {
   const config = parseRabbitMqConfig(input);
-  const logger = (options.logger ?? silentLogger).child({ provider: "rabbitmq" });
-  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const logger = providerLogger("rabbitmq", options.logger);
+  const counters = emptyDurabilityCounters();
   // Publishing gets a connection of its own: when RabbitMQ throttles a publishing connection
   // (credit flow, or `connection.blocked`), it stops reading from it, and acks sharing that socket
   // would wait behind the throttled publishes, stalling every consumer.
@@ -85,43 +80,14 @@ export function createRabbitMqProvider(
   const topology = new Topology(connection, config, logger);
   const publisher = new Publisher(publishConnection, config, logger);
   const subscriptions = new Set<RabbitSubscription>();
-  const known = new Map<string, { kind: "queue" | "topic"; subscriptions: Set<string> }>();
-
-  // Publishing resolves the same few destinations over and over; parse each once.
-  const resolved = new Map<string, ReturnType<typeof resolveDestination>>();
-  const resolveCached = (destination: string) => {
-    let target = resolved.get(destination);
-    if (target === undefined) {
-      target = resolveDestination(destination);
-      if (resolved.size >= 10_000) resolved.clear();
-      resolved.set(destination, target);
-    }
-    return target;
-  };
-
-  const remember = (destination: string, kind: "queue" | "topic", subscription?: string) => {
-    const existing = known.get(destination);
-    if (existing !== undefined && subscription === undefined) return;
-    let entry = existing;
-    if (entry === undefined) {
-      entry = { kind, subscriptions: new Set() };
-      known.set(destination, entry);
-      rememberBounded(known);
-    }
-    if (subscription !== undefined && kind === "topic") entry.subscriptions.add(subscription);
-  };
+  const known = new KnownDestinations(MAX_REMEMBERED_NAMES);
+  const resolveCached = destinationMemo(resolveDestination);
 
   const admin = new RabbitMqAdmin({
     config,
     connection,
     topology,
-    destinations: () =>
-      [...known.entries()].map(
-        ([destination, entry]): DestinationInfo =>
-          entry.kind === "topic"
-            ? { destination, kind: "topic", subscriptions: [...entry.subscriptions] }
-            : { destination, kind: "queue" },
-      ),
+    destinations: () => known.list(),
     inFlight: (queue) => {
       let total = 0;
       for (const s of subscriptions) if (s.route.sourceQueue === queue) total += s.runtime.unsettled;
@@ -198,11 +164,11 @@ export function createRabbitMqProvider(
       await Promise.all([connection.close(), publishConnection.close()]);
     },
 
-    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    async publish(destination, message) {
       const target = resolveCached(destination);
       const encoded = encodeMessage(destination, message, config.maxMessageBytes);
       const delay = message.delayMs ?? 0;
-      remember(destination, target.kind);
+      known.remember(destination, target.kind);
       // Counted once per caller publish; retry and dead-letter copies are counted as retried/deadLettered.
       counters.published += 1;
       if (target.kind === "queue") {
@@ -240,11 +206,7 @@ export function createRabbitMqProvider(
       return { id: encoded.id };
     },
 
-    async subscribe(
-      destination: string,
-      handler: MessageHandler,
-      options: ResolvedSubscribeOptions,
-    ): Promise<Subscription> {
+    async subscribe(destination, handler, options) {
       const { target, route, shape } = planSubscription(destination, options);
       const { sourceQueue } = route;
       /** Declares the subscription's topology; `fresh` ignores what is remembered (something was deleted). */
@@ -260,7 +222,7 @@ export function createRabbitMqProvider(
         await topology.ensureQueue(route.deadLetterQueue, `${destination} (dead letters)`);
       };
       await declare();
-      remember(destination, target.kind, options.subscription);
+      known.remember(destination, target.kind, options.subscription);
       const deps = { config, connection, publisher, topology, counters, logger, declare };
       const onStop = (s: RabbitSubscription) => subscriptions.delete(s);
       const subscription = new RabbitSubscription({ ...deps, onStop }, route, handler, options);

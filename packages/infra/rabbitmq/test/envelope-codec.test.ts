@@ -1,7 +1,8 @@
-import { Headers, ProviderError } from "@factflow/protocols";
+import { Headers } from "@factflow/protocols";
 import type { Message } from "amqplib";
 import { describe, expect, it } from "vitest";
 import { decodeMessage, encodeMessage, publishOptions, stringHeaders } from "../src/envelope-codec.js";
+import { rejects } from "./helpers.js";
 
 /** What the broker hands back for a publish with these options (the parts the codec reads). */
 function asReceived(
@@ -29,16 +30,6 @@ function asReceived(
       clusterId: undefined,
     },
   } as Message;
-}
-
-function rejects(work: () => unknown): ProviderError {
-  try {
-    work();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ProviderError);
-    return error as ProviderError;
-  }
-  throw new Error("expected a rejection");
 }
 
 describe("envelope codec", () => {

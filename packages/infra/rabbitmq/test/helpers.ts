@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createConnection } from "node:net";
+import { ProviderError } from "@factflow/protocols";
+import { expect } from "vitest";
 
 /** Broker URL of the integration tests. */
 export const RABBITMQ_URL = process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672";
@@ -88,4 +90,15 @@ export function urlVia(override?: { host: string; port: number }): string {
   url.hostname = override.host;
   url.port = String(override.port);
   return url.toString();
+}
+
+/** The `ProviderError` that `work` throws; fails the test when it throws anything else or nothing. */
+export function rejects(work: () => unknown): ProviderError {
+  try {
+    work();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ProviderError);
+    return error as ProviderError;
+  }
+  throw new Error("expected a rejection");
 }

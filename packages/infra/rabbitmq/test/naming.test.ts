@@ -1,4 +1,3 @@
-import { ProviderError } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
 import {
   deadLetterQueueName,
@@ -7,6 +6,7 @@ import {
   retryQueueName,
   topicSubscriptionQueue,
 } from "../src/index.js";
+import { rejects } from "./helpers.js";
 
 const AMQP = /^[a-zA-Z0-9_\-.:]+$/;
 
@@ -18,16 +18,6 @@ function isEscapedUserName(name: string): boolean {
     i += 1;
   }
   return true;
-}
-
-function rejects(work: () => unknown): ProviderError {
-  try {
-    work();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ProviderError);
-    return error as ProviderError;
-  }
-  throw new Error("expected a rejection");
 }
 
 describe("naming", () => {

@@ -10,7 +10,7 @@ import {
   type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
-import { invalidInputError, parseAttempt, redriveHeaders } from "@factflow/provider-kit";
+import { deadLetterFromHeaders, invalidInputError, redriveHeaders } from "@factflow/provider-kit";
 import type { Redis } from "ioredis";
 import { classifyRedisError } from "./classify-error.js";
 import { bodyForDisplay, parseHeaders, rawEntry } from "./codec.js";
@@ -288,14 +288,10 @@ function deadLetterOf(entry: Entry): DeadLetter {
   const raw = rawEntry(entry[1]);
   const headers = parseHeaders(raw.headersJson) ?? {};
   const message = envelopeOfDeadLetter(headers, bodyForDisplay(raw.bodyJson), entry[0]);
-  const letter = {
-    message,
-    reason: headers[Headers.deadLetterReason] ?? "unknown",
-    attempts: parseAttempt(headers[Headers.deliveryAttempt]),
-    deadLetteredAt: headers[Headers.deadLetteredAt] ?? new Date(Number(entry[0].split("-")[0])).toISOString(),
-  };
-  const lastError = headers[Headers.lastError];
-  return lastError === undefined ? letter : { ...letter, lastError };
+  return deadLetterFromHeaders(message, headers, {
+    reason: "unknown",
+    deadLetteredAt: new Date(Number(entry[0].split("-")[0])).toISOString(),
+  });
 }
 
 function escapeRegExp(text: string): string {

@@ -1,14 +1,9 @@
-import {
-  errorText,
-  isFactflowError,
-  NETWORK_ERROR_CODES,
-  ProviderError,
-  type ProviderErrorReason,
-} from "@factflow/protocols";
+import { errorText, isFactflowError, ProviderError } from "@factflow/protocols";
+import { type NativeErrorMeaning, networkErrorCode } from "@factflow/provider-kit";
 import { redactSecrets } from "./config.js";
 
 /** Error prefixes of Redis replies and what they mean for a caller. */
-const REPLY_PREFIXES: readonly { prefix: string; reason: ProviderErrorReason; hint: string }[] = [
+const REPLY_PREFIXES: readonly (NativeErrorMeaning & { prefix: string })[] = [
   {
     prefix: "NOAUTH",
     reason: "authentication",
@@ -55,7 +50,7 @@ const REPLY_PREFIXES: readonly { prefix: string; reason: ProviderErrorReason; hi
   },
 ];
 
-function classify(error: unknown, text: string): { reason: ProviderErrorReason; hint: string } {
+function classify(error: unknown, text: string): NativeErrorMeaning {
   if (/Command timed out/i.test(text)) {
     return {
       reason: "timeout",
@@ -68,11 +63,8 @@ function classify(error: unknown, text: string): { reason: ProviderErrorReason; 
       if (text.startsWith(entry.prefix) || text.includes(` ${entry.prefix}`)) return entry;
     return { reason: "unknown", hint: "Redis refused the command" };
   }
-  const code = (error as { code?: unknown } | null)?.code;
-  const textCode = /\b(E[A-Z]+)\b/.exec(text)?.[1];
   if (
-    (typeof code === "string" && NETWORK_ERROR_CODES.has(code)) ||
-    (textCode !== undefined && NETWORK_ERROR_CODES.has(textCode)) ||
+    networkErrorCode(error, text) !== undefined ||
     name === "MaxRetriesPerRequestError" ||
     /Connection is closed|Stream isn't writeable|connect ETIMEDOUT|Reached the max retries/i.test(text)
   ) {

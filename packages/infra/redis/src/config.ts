@@ -1,26 +1,14 @@
 import { redactSecrets, redactUrl } from "@factflow/protocols";
-import { parseProviderConfig } from "@factflow/provider-kit";
+import { brokerUrl, parseProviderConfig, positiveInt } from "@factflow/provider-kit";
 import * as v from "valibot";
 
 export { redactSecrets, redactUrl };
-
-const positiveInt = (max: number) => v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(max));
 
 /** Settings of the Redis Streams provider. */
 export const RedisConfigSchema = v.strictObject({
   /** `redis://[user:password@]host:port[/db]` or `rediss://` for TLS. @default "redis://127.0.0.1:6379" */
   url: v.optional(
-    v.pipe(
-      v.string(),
-      v.check((value) => {
-        try {
-          const protocol = new URL(value).protocol;
-          return protocol === "redis:" || protocol === "rediss:";
-        } catch {
-          return false;
-        }
-      }, 'must be a "redis://" or "rediss://" URL, e.g. redis://127.0.0.1:6379'),
-    ),
+    brokerUrl(["redis:", "rediss:"], 'must be a "redis://" or "rediss://" URL, e.g. redis://127.0.0.1:6379'),
     "redis://127.0.0.1:6379",
   ),
   /**

@@ -1,24 +1,19 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import {
-  type DurabilityCounters,
   type Logger,
-  type MessageHandler,
-  type OutboundMessage,
   type ProviderCapabilities,
   ProviderError,
-  type PublishReceipt,
   type QueueProtocol,
-  type Subscription,
-  silentLogger,
 } from "@factflow/protocols";
 import {
   checkDestination,
   compactHeaders,
+  destinationMemo,
   emptyDurabilityCounters,
   guardProvider,
   prepareOutbound,
-  type ResolvedSubscribeOptions,
+  providerLogger,
   settleWithin,
   type UnguardedProvider,
 } from "@factflow/provider-kit";
@@ -108,8 +103,8 @@ export function createRedisProvider(
   options: RedisProviderOptions = {},
 ): RedisProvider {
   const config = parseRedisConfig(input);
-  const logger = (options.logger ?? silentLogger).child({ provider: "redis" });
-  const counters: DurabilityCounters = emptyDurabilityCounters();
+  const logger = providerLogger("redis", options.logger);
+  const counters = emptyDurabilityCounters();
   const subscriptions = new Set<RedisSubscription>();
   /** Delayed-set pumps of this process's subscriptions, by lane stream, woken by local publishes. */
   const pumps = new Map<string, Set<DelayedPump>>();
@@ -139,25 +134,17 @@ export function createRedisProvider(
     /** Queue: its delayed set. Topic: the key prefix of its subscriptions' lanes. */
     readonly aside: string;
   }
-  const targets = new Map<string, PublishTarget>();
-  const targetOf = (destination: string): PublishTarget => {
-    let target = targets.get(destination);
-    if (target === undefined) {
-      const { kind, name } = checkDestination("redis", destination);
-      const lane = kind === "queue" ? laneFor(config.keyPrefix, destination) : undefined;
-      target =
-        lane === undefined
-          ? {
-              kind,
-              key: subscriptionSetKey(config.keyPrefix, name),
-              aside: topicLanePrefix(config.keyPrefix, name),
-            }
-          : { kind, key: lane.stream, aside: lane.delayed };
-      if (targets.size >= 10_000) targets.clear();
-      targets.set(destination, target);
-    }
-    return target;
-  };
+  const targetOf = destinationMemo((destination): PublishTarget => {
+    const { kind, name } = checkDestination("redis", destination);
+    const lane = kind === "queue" ? laneFor(config.keyPrefix, destination) : undefined;
+    return lane === undefined
+      ? {
+          kind,
+          key: subscriptionSetKey(config.keyPrefix, name),
+          aside: topicLanePrefix(config.keyPrefix, name),
+        }
+      : { kind, key: lane.stream, aside: lane.delayed };
+  });
 
   const wake = (streamPrefix: string, exact: boolean, delayMs: number) => {
     for (const [stream, set] of pumps) {
@@ -195,7 +182,7 @@ export function createRedisProvider(
       client.disconnect();
     },
 
-    async publish(destination: string, message: OutboundMessage): Promise<PublishReceipt> {
+    async publish(destination, message) {
       const target = targetOf(destination);
       const prepared = prepareOutbound("redis", destination, message, {
         maxBytes: config.maxMessageBytes,
@@ -235,11 +222,7 @@ export function createRedisProvider(
       return { id: prepared.id };
     },
 
-    async subscribe(
-      destination: string,
-      handler: MessageHandler,
-      options: ResolvedSubscribeOptions,
-    ): Promise<Subscription> {
+    async subscribe(destination, handler, options) {
       const lane = laneFor(config.keyPrefix, destination, options.subscription);
       const client = connected();
       consumerCount += 1;

@@ -2,6 +2,8 @@ export type { DeliveryRecorder, RecordedDelivery, Responder } from "./collect-de
 export { acknowledgeAll, collectDeliveries } from "./collect-deliveries.js";
 export type { FaultProxy, FaultProxyOptions, ProxyTarget } from "./fault-proxy.js";
 export { createFaultProxy } from "./fault-proxy.js";
+export type { FixtureProcess } from "./fixture-process.js";
+export { spawnFixture } from "./fixture-process.js";
 export type { KnownProvider, ProviderExpectations } from "./known-providers.js";
 export { isKnownProvider, PROVIDER_EXPECTATIONS } from "./known-providers.js";
 export type { ConformanceOptions, ConformanceTiming, ConnectOverride, FaultInjection } from "./options.js";
