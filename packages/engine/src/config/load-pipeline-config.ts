@@ -1,4 +1,5 @@
 import { dirname, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
 import {
   ConfigError,
   type ConfigIssue,
@@ -71,8 +72,8 @@ const YAML_OPTIONS = {
   uniqueKeys: false,
   logLevel: "silent",
 } as const;
-/** Lexemes read between two turns of the event loop while parsing a large source. */
-const LEXEMES_PER_TURN = 16_384;
+/** Longest the parser runs before other work of the process gets a turn, in milliseconds. */
+const PARSE_SLICE_MS = 10;
 
 /**
  * Parses, validates and freezes a pipeline config. Every problem (YAML syntax, limits, schema,
@@ -175,10 +176,14 @@ async function parseYaml(source: string, subject: string, maxDepth: number): Pro
   // names its path.
   const maxStack = maxDepth + 3;
   let lexemes = 0;
+  let sliceStart = performance.now();
   for (const lexeme of new Lexer().lex(source)) {
     for (const token of parser.next(lexeme)) tokens.push(token);
     if (parser.stack.length > maxStack) fail(tooDeep, parser.offset);
-    if (++lexemes % LEXEMES_PER_TURN === 0) await nextTurn();
+    if (++lexemes % 512 === 0 && performance.now() - sliceStart > PARSE_SLICE_MS) {
+      await nextTurn();
+      sliceStart = performance.now();
+    }
   }
   for (const token of parser.end()) tokens.push(token);
 
