@@ -79,6 +79,13 @@ describe("hostile configs get a clear ConfigError", () => {
     });
     const alias = await issuesOf(pipeline("", "{ x: *nowhere }"));
     expect(alias[0]).toMatchObject({ line: 6, message: 'YAML syntax: unidentified alias "nowhere"' });
+    const aliasKey = await issuesOf(`name: p\nx: &k [a]\ny: { *k : 1 }\n`);
+    expect(aliasKey[0]).toMatchObject({
+      line: 3,
+      message: expect.stringMatching(/map key must be a plain value/),
+    });
+    const aliasDuplicate = await issuesOf(`name: &n p\n*n : 1\np: 2\n`);
+    expect(aliasDuplicate[0]).toMatchObject({ line: 3, message: 'YAML syntax: duplicated mapping key "p"' });
     const complexKey = await issuesOf(`name: p\n? [a, b]\n: 1\n`);
     expect(complexKey[0]).toMatchObject({
       line: 2,

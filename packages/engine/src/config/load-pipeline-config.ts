@@ -231,9 +231,12 @@ function checkNodes(
       const keys = new Set<string>();
       for (const { key, value } of node.items) {
         const offset = (key as Node | null)?.range?.[0];
-        if (key !== null && !isScalar(key) && !isAlias(key))
+        const plain = isAlias(key) ? key.resolve(document) : key;
+        if (isAlias(key) && plain === undefined)
+          return { message: `unidentified alias "${key.source}"`, offset };
+        if (plain !== null && !isScalar(plain))
           return { message: "a map key must be a plain value, not a list or a map", offset };
-        const name = String(isScalar(key) ? key.value : key === null ? null : `*${key.source}`);
+        const name = String(isScalar(plain) ? plain.value : null);
         if (keys.has(name)) return { message: `duplicated mapping key "${name}"`, offset };
         keys.add(name);
         pending.push(value);
