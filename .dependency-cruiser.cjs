@@ -229,7 +229,7 @@ module.exports = {
       to: { path: npm("ioredis|redis|@redis/[^/]+") },
     },
 
-    // ---- engine: protocols only; valibot, yaml, js-yaml ----------------------------------------
+    // ---- engine: protocols only; valibot, yaml ----------------------------------------------
     {
       name: "engine-imports-only-protocols",
       comment:
@@ -242,11 +242,11 @@ module.exports = {
     {
       name: "engine-third-party",
       comment:
-        "packages/engine may import only valibot, yaml, js-yaml, uuid and node builtins (no kysely, no " +
+        "packages/engine may import only valibot, yaml, uuid and node builtins (no kysely, no " +
         "broker clients).",
       severity: "error",
       from: { path: "^packages/engine/src/" },
-      to: { ...THIRD_PARTY, pathNot: `${THIRD_PARTY.pathNot}|${npm("valibot|yaml|js-yaml|uuid")}` },
+      to: { ...THIRD_PARTY, pathNot: `${THIRD_PARTY.pathNot}|${npm("valibot|yaml|uuid")}` },
     },
 
     // ---- lineage, storage, adapters: protocols (+ their own libraries) -------------------------

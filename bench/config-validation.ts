@@ -10,12 +10,20 @@
  *
  * The server's limits are raised to 10,000 routes and 1 MiB for this run (the defaults, 1,000 routes
  * and 256 KiB, keep each synchronous step short); `limit-256KiB` is a config at the default size limit.
+ *
+ * `pnpm bench config-validation [rounds] loader` times `loadPipelineConfig` alone, in process, on a
+ * small config, the route chains (`limit-256KiB`: the server's default size limit), and 1 MiB hostile sources (nesting 500,000 deep in flow and block
+ * style, nesting behind 1 MiB of comments, an alias bomb, 100,000 keys in one map, one 1 MiB string):
+ * `load_median_ms` (median of `rounds`) and `event_loop_max_ms`, the longest the event loop waited
+ * while it ran (the longest synchronous step).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
-import { silentLogger } from "@factflow/protocols";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+import { adapters } from "@factflow/adapters";
+import { createAdapterRegistry, loadPipelineConfig } from "@factflow/engine";
+import { ConfigError, silentLogger } from "@factflow/protocols";
 import { loadSettings } from "@factflow/runtime";
 import { startServer } from "@factflow/server";
 import { percentile } from "./_stats.js";
@@ -55,8 +63,105 @@ async function healthzLatencies(base: string, until: () => boolean, min = 0): Pr
 
 const ms = (x: number) => Math.round(x * 10) / 10;
 
+const SMALL = `name: demo
+init:
+  route: start
+  message: { items: [1, 2, 3] }
+routes:
+  start:
+    inbound: { queue: start.in }
+    adapters:
+      - type: split
+        config: { field: items }
+    outbound: [collect.in]
+  collect:
+    inbound: { queue: collect.in, concurrency: 2 }
+    adapters:
+      - type: batch
+        config: { size: 3 }
+`;
+
+const MiB = 1_048_576;
+
+function hostileSources(): [string, string][] {
+  const half = (MiB - 16) / 2;
+  const bomb = [
+    "a: &a [x, x, x, x, x, x, x, x, x]",
+    "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]",
+    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]",
+    "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]",
+    "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]",
+    "f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]",
+    "g: [*f, *f, *f, *f, *f, *f, *f, *f, *f]",
+  ].join("\n");
+  const keys: string[] = [];
+  for (let i = 0, size = 0; size < MiB - 64; i++) {
+    const line = `  k${i}: ${i}`;
+    keys.push(line);
+    size += line.length + 1;
+  }
+  return [
+    ["deep-flow-1MiB", `x: ${"[".repeat(half)}${"]".repeat(half)}\n`],
+    ["deep-block-1MiB", `x:\n  ${"- ".repeat(half)}1\n`],
+    [
+      "deep-after-comments-1MiB",
+      `${"# padding\n".repeat((MiB - 2048) / 10)}x: ${"[".repeat(900)}${"]".repeat(900)}\n`,
+    ],
+    ["alias-bomb-1MiB", `${bomb}\n# ${"y".repeat(MiB - bomb.length - 8)}\n`],
+    ["keys-1MiB", `x:\n${keys.join("\n")}\n`],
+    ["string-1MiB", `x: "${"ab\\n".repeat((MiB - 16) / 4)}"\n`],
+  ];
+}
+
+async function loaderOnly(rounds: number): Promise<void> {
+  const cases: [string, string][] = [
+    ["small", SMALL],
+    ["chain-1000", routes(1000, false)],
+    ["limit-256KiB", routes(2600, false)],
+    ["chain-10000", routes(10_000, false)],
+    ["size-1MiB", oneMegabyte()],
+    ...hostileSources(),
+  ];
+  for (const [name, source] of cases) {
+    const registry = createAdapterRegistry(adapters);
+    const times: number[] = [];
+    let answer = "";
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    const n = name === "small" ? rounds * 100 : rounds;
+    delay.enable();
+    for (let i = 0; i < n; i++) {
+      const t = performance.now();
+      try {
+        await loadPipelineConfig(source, { registry, maxRoutes: 10_000, maxBytes: 2 * MiB });
+        answer = "valid";
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        const issue = error.issues[0];
+        answer = `${issue?.path}@${issue?.line}: ${issue?.message.slice(0, 60)}`;
+      }
+      times.push(performance.now() - t);
+    }
+    delay.disable();
+    times.sort((a, b) => a - b);
+    console.log(
+      JSON.stringify({
+        bench: "config-validation",
+        mode: `loader-${name}`,
+        bytes: Buffer.byteLength(source),
+        answer,
+        load_median_ms: ms(percentile(times, 50)),
+        load_max_ms: ms(times[times.length - 1] ?? 0),
+        event_loop_max_ms: ms(delay.max / 1e6),
+        rounds: n,
+        loadavg: loadavg()[0],
+      }),
+    );
+  }
+}
+
 export async function run(args: string[]): Promise<void> {
   const rounds = Number(args[0] ?? 3);
+  if (args[1] === "loader") return loaderOnly(rounds);
   const dir = mkdtempSync(join(tmpdir(), "factflow-bench-validate-"));
   const settings = loadSettings({
     env: {},

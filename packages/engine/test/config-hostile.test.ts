@@ -53,6 +53,63 @@ describe("hostile configs get a clear ConfigError", () => {
     expect(block[0]?.path).toMatch(/^routes\.a\.adapters\[0\]\.config\.x/);
   });
 
+  it("refuses block nesting and deep nesting at the end of a large source the same way", async () => {
+    const blockSeq = await issuesOf(`name: p\nx:\n  ${"- ".repeat(10_000)}1\n`);
+    expect(blockSeq[0]).toMatchObject({ path: "$", line: 3 });
+    expect(blockSeq[0]?.message).toMatch(/nested more than 64 levels/);
+    const indented = Array.from({ length: 100 }, (_, i) => `${" ".repeat(i)}k:`).join("\n");
+    const blockMap = await issuesOf(`name: p\n${indented} 1\n`);
+    expect(blockMap[0]?.message).toMatch(/nested more than 64 levels/);
+    const late = `${"# padding\n".repeat(50_000)}x: ${"[".repeat(100_000)}${"]".repeat(100_000)}\n`;
+    const lateIssues = await issuesOf(late, { maxBytes: 2_000_000 });
+    expect(lateIssues[0]).toMatchObject({ path: "$", line: 50_001 });
+  });
+
+  it("refuses custom and YAML 1.1 tags, duplicate keys, unknown aliases and several documents, with their line", async () => {
+    for (const value of ["!foo 1", "!!binary aGk=", "!!timestamp 2020-01-01", '!!js/function "f() {}"']) {
+      const issues = await issuesOf(pipeline("", `{ x: ${value} }`));
+      expect(issues[0], value).toMatchObject({ path: "$", line: 6 });
+      expect(issues[0]?.message, value).toMatch(/YAML syntax: Unresolved tag: .*no custom tags/);
+    }
+    const duplicate = await issuesOf(`name: p\ninit: { route: a }\nname: q\n`);
+    expect(duplicate[0]).toMatchObject({
+      path: "$",
+      line: 3,
+      message: 'YAML syntax: duplicated mapping key "name"',
+    });
+    const alias = await issuesOf(pipeline("", "{ x: *nowhere }"));
+    expect(alias[0]).toMatchObject({ line: 6, message: 'YAML syntax: unidentified alias "nowhere"' });
+    const aliasKey = await issuesOf(`name: p\nx: &k [a]\ny: { *k : 1 }\n`);
+    expect(aliasKey[0]).toMatchObject({
+      line: 3,
+      message: expect.stringMatching(/map key must be a plain value/),
+    });
+    const aliasDuplicate = await issuesOf(`name: &n p\n*n : 1\np: 2\n`);
+    expect(aliasDuplicate[0]).toMatchObject({ line: 3, message: 'YAML syntax: duplicated mapping key "p"' });
+    const complexKey = await issuesOf(`name: p\n? [a, b]\n: 1\n`);
+    expect(complexKey[0]).toMatchObject({
+      line: 2,
+      message: expect.stringMatching(/map key must be a plain value/),
+    });
+    const twoDocuments = await issuesOf(`${pipeline()}---\nname: q\n`);
+    expect(twoDocuments[0]).toMatchObject({ line: 7, message: expect.stringMatching(/single document/) });
+  });
+
+  it("gives every issue its line, however large the source", async () => {
+    const issues = await issuesOf(
+      manyRoutes(2000, false).replace(
+        "r1999:\n    inbound: { queue: q1999 }",
+        "r1999:\n    inbound: { queue: q1999, concurency: 2 }",
+      ),
+      {
+        maxRoutes: 2000,
+      },
+    );
+    expect(issues).toEqual([
+      expect.objectContaining({ path: "routes.r1999.inbound.concurency", line: 3 + 1999 * 4 + 2 }),
+    ]);
+  });
+
   it("refuses more routes than the limit with a clear message", async () => {
     const issues = await issuesOf(manyRoutes(1001, false));
     expect(issues).toEqual([

@@ -2,7 +2,6 @@ export type {
   Adapter,
   AdapterDefinition,
   AdapterFactoryContext,
-  AdapterMetadata,
   AdapterModule,
   AdapterResult,
   EmittedMessage,
@@ -18,7 +17,7 @@ export type { Delivery, HandlerResult, MessageHandler } from "./delivery.js";
 export { settleAfterOf, unwrapHandlerResult } from "./delivery.js";
 export type { Destination, MessageEnvelope, OutboundMessage } from "./envelope.js";
 export { deadLetterQueueOf, parseDestination, QUEUE_PREFIX, TOPIC_PREFIX } from "./envelope.js";
-export type { ConfigIssue, FactflowErrorCode, FactflowErrorOptions, ProviderErrorReason } from "./errors.js";
+export type { ConfigIssue, FactflowErrorCode, ProviderErrorReason } from "./errors.js";
 export {
   ConfigError,
   FactflowError,
@@ -42,12 +41,7 @@ export type { DeadLetterReason } from "./headers.js";
 export { Headers } from "./headers.js";
 export type { JsonObject, JsonValue } from "./json.js";
 export { findNonJson } from "./json.js";
-export {
-  DEFAULT_MAX_JSON_DEPTH,
-  findJsonHazard,
-  type JsonHazard,
-  type JsonHazardLimits,
-} from "./json-limits.js";
+export { DEFAULT_MAX_JSON_DEPTH, findJsonHazard } from "./json-limits.js";
 export type {
   LineageCounters,
   LineageErrorInfo,
@@ -69,31 +63,10 @@ export {
 } from "./lineage-protocol.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
-export type { SettlingStatus } from "./message-status.js";
 export { isSettlingStatus, MessageStatus } from "./message-status.js";
 export { errorText, NETWORK_ERROR_CODES } from "./native-error.js";
-export type {
-  AdapterConfig,
-  InboundConfig,
-  InitConfig,
-  ParsedPipelineConfig,
-  PipelineConfig,
-  PipelineConfigInput,
-  PipelineSettings,
-  QueueDefinition,
-  RetryConfig,
-  RouteConfig,
-} from "./pipeline-config.js";
-export {
-  AdapterConfigSchema,
-  InboundConfigSchema,
-  InitConfigSchema,
-  PipelineConfigSchema,
-  PipelineSettingsSchema,
-  QueueDefinitionSchema,
-  RetryConfigSchema,
-  RouteConfigSchema,
-} from "./pipeline-config.js";
+export type { PipelineConfig, QueueDefinition, RetryConfig, RouteConfig } from "./pipeline-config.js";
+export { PipelineConfigSchema, QueueDefinitionSchema } from "./pipeline-config.js";
 export type {
   DeadLetter,
   DeadLetterPage,
@@ -106,37 +79,17 @@ export type {
   PurgeDestinationResult,
   QueueAdminProtocol,
 } from "./queue-admin.js";
-export type {
-  EffectiveQueueSettings,
-  MessageValueSource,
-  PriorityConfig,
-} from "./queue-definition.js";
-export {
-  MAX_PRIORITY_LEVELS,
-  MAX_ROUTE_CONCURRENCY,
-  MessageValueSourceSchema,
-  PriorityConfigSchema,
-  readMessageValue,
-  readPath,
-} from "./queue-definition.js";
+export type { MessageValueSource } from "./queue-definition.js";
+export { MAX_PRIORITY_LEVELS, readMessageValue, readPath } from "./queue-definition.js";
 export type {
   QueueDefinitionChange,
   QueueDefinitionListener,
   QueueDefinitionStoreProtocol,
 } from "./queue-definition-store.js";
-export {
-  mergeQueueDefinition,
-  parseQueueDefinition,
-  sameQueueDefinition,
-} from "./queue-definition-store.js";
-export type {
-  ProviderHealth,
-  PublishReceipt,
-  QueueProtocol,
-  QueueProviderFactory,
-} from "./queue-protocol.js";
+export { mergeQueueDefinition, parseQueueDefinition, sameQueueDefinition } from "./queue-definition-store.js";
+export type { ProviderHealth, PublishReceipt, QueueProtocol } from "./queue-protocol.js";
 export { redactSecrets, redactUrl } from "./redact-url.js";
-export { applyQueueDefinitions, effectiveQueueSettings, overrideInbound } from "./resolve-queues.js";
+export { overrideInbound } from "./resolve-queues.js";
 export type { RetryPolicy } from "./retry-policy.js";
 export {
   DEFAULT_RETRY_POLICY,
@@ -144,11 +97,11 @@ export {
   resolveRetryPolicy,
   retryDelayMs,
 } from "./retry-policy.js";
-export type { ConditionConfig, ConditionPredicate } from "./route-condition.js";
-export { ConditionSchema, evaluatePredicate, isAdapterCondition } from "./route-condition.js";
+export type { ConditionConfig } from "./route-condition.js";
+export { evaluatePredicate, isAdapterCondition } from "./route-condition.js";
 export { schemaIssueText } from "./schema-issue-text.js";
 export type { DeliveryVerdict, SettledDelivery, SettlementListener } from "./settled-delivery.js";
-export type { ArtefactOrigin, ArtefactSidecar, PutOptions, StorageProtocol } from "./storage-protocol.js";
+export type { ArtefactSidecar, PutOptions, StorageProtocol } from "./storage-protocol.js";
 export type { SubscribeOptions, Subscription } from "./subscribe-options.js";
 export {
   DEFAULT_HANDLER_TIMEOUT_MS,

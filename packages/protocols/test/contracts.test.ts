@@ -13,9 +13,9 @@ import {
   PipelineConfigSchema,
   type QueueProtocol,
   RETRY_POLICY_LIMITS,
-  type SettlingStatus,
   unwrapHandlerResult,
 } from "../src/index.js";
+import type { SettlingStatus } from "../src/message-status.js";
 
 describe("MessageStatus", () => {
   it("only the three handler outcomes settle", () => {

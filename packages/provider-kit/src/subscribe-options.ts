@@ -4,6 +4,7 @@ import {
   DEFAULT_RETRY_POLICY,
   MAX_HANDLER_TIMEOUT_MS,
   MAX_PREFETCH,
+  MAX_PRIORITY_LEVELS,
   type ProviderCapabilities,
   ProviderError,
   RETRY_POLICY_LIMITS,
@@ -13,8 +14,6 @@ import {
 } from "@factflow/protocols";
 import * as v from "valibot";
 
-/** Most priority levels a queue may declare (messages carry priority 0–9). */
-const MAX_PRIORITY_LEVELS = 10;
 /** Longest subscription name or `groupBy` field name. */
 const MAX_NAME_LENGTH = 200;
 

@@ -1,4 +1,5 @@
 import { dirname, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
 import {
   ConfigError,
   type ConfigIssue,
@@ -9,9 +10,20 @@ import {
   type QueueProtocol,
   schemaIssueText,
 } from "@factflow/protocols";
-import { CORE_SCHEMA, load as loadYaml, YAMLException } from "js-yaml";
 import * as v from "valibot";
-import { isMap, isSeq, LineCounter, type Node, parseDocument } from "yaml";
+import {
+  Composer,
+  type CST,
+  type Document,
+  isAlias,
+  isMap,
+  isScalar,
+  isSeq,
+  Lexer,
+  LineCounter,
+  type Node,
+  Parser,
+} from "yaml";
 import type { AdapterRegistry } from "./adapter-registry.js";
 import { checkPipelineSemantics, type RawIssue } from "./config-checks.js";
 import { checkQueueCapabilities } from "./route-queue-options.js";
@@ -46,12 +58,26 @@ export interface LoadPipelineConfigOptions {
 export const DEFAULT_MAX_CONFIG_BYTES = 1_048_576;
 export const DEFAULT_MAX_CONFIG_ROUTES = 1000;
 const DEFAULT_MAX_CONFIG_VALUES = 200_000;
-/** Sources up to this size get line numbers on their issues (a second, slower parse that keeps positions). */
-const MAX_BYTES_WITH_LINES = 65_536;
+/**
+ * YAML 1.2's core schema, plain data only: no merge keys, and no YAML 1.1 types by explicit tag
+ * (`!!binary`, `!!timestamp`, `!!set`...); an unknown tag is an issue, never a type. Duplicate keys
+ * are found by `checkNodes` in one pass (the composer's own check compares each key with every
+ * earlier key of its map, quadratic in the map's size).
+ */
+const YAML_OPTIONS = {
+  version: "1.2",
+  schema: "core",
+  merge: false,
+  resolveKnownTags: false,
+  uniqueKeys: false,
+  logLevel: "silent",
+} as const;
+/** Longest the parser runs before other work of the process gets a turn, in milliseconds. */
+const PARSE_SLICE_MS = 10;
 
 /**
  * Parses, validates and freezes a pipeline config. Every problem (YAML syntax, limits, schema,
- * semantics) is collected with its path (and line, for sources up to 64 KB) into one `ConfigError`;
+ * semantics) is collected with its path and line into one `ConfigError`;
  * nothing is started from an invalid config. Hostile sources are cheap to refuse: size, nesting,
  * alias expansion, NUL characters, lone surrogates and the route count are checked before the
  * schema runs, and every check is linear in the size of the source. Relative `adapter_modules`
@@ -74,10 +100,9 @@ export async function loadPipelineConfig(
     ]);
   }
   const maxDepth = options.maxDepth ?? DEFAULT_MAX_JSON_DEPTH;
-  const data = parseYamlData(source, subject, maxDepth);
-  const lines = lineFinder(source);
+  const { data, lineOf } = await parseYaml(source, subject, maxDepth);
   const toIssue = (raw: RawIssue): ConfigIssue =>
-    withLine({ path: formatPath(raw.path), message: raw.message }, lines(raw.path));
+    withLine({ path: formatPath(raw.path), message: raw.message }, lineOf(raw.path));
 
   // Each step below is linear; between them other work of the process (HTTP requests) gets a turn.
   await nextTurn();
@@ -121,33 +146,106 @@ export async function loadPipelineConfig(
   return deepFreeze(config);
 }
 
-/** YAML text → plain data, with syntax errors (and nesting too deep for the parser) as issues. */
-function parseYamlData(source: string, subject: string, maxDepth: number): unknown {
+interface ParsedYaml {
+  readonly data: unknown;
+  /** The line of the deepest node on a path that exists (the key's line, for map entries). */
+  readonly lineOf: (path: readonly (string | number)[]) => number | undefined;
+}
+
+/**
+ * YAML text → plain data, and the positions of its nodes, from one parse. The parser runs lexeme
+ * by lexeme so that nesting deeper than the limit is refused as soon as it is read (composing
+ * recurses once per level, so it must never see such nesting), and large sources let other work
+ * of the process run between slices. Syntax errors, unknown tags, duplicate keys and unknown
+ * aliases are issues with their line.
+ */
+async function parseYaml(source: string, subject: string, maxDepth: number): Promise<ParsedYaml> {
+  const lineCounter = new LineCounter();
+  const lineAt = (offset: number | undefined): number | undefined =>
+    offset === undefined ? undefined : lineCounter.linePos(offset).line;
+  const fail = (message: string, offset: number | undefined): never => {
+    throw new ConfigError(subject, [withLine({ path: "$", message }, lineAt(offset))]);
+  };
+  const tooDeep = `the YAML is nested more than ${maxDepth} levels deep; flatten it (the limit is ${maxDepth})`;
+
+  const parser = new Parser(lineCounter.addNewLine);
+  lineCounter.addNewLine(0);
+  const tokens: CST.Token[] = [];
+  // The parser's stack holds the document, one entry per open collection and the scalar being
+  // read. Data one level over the limit still gets through, so the limit check after composing
+  // names its path.
+  const maxStack = maxDepth + 3;
+  let lexemes = 0;
+  let sliceStart = performance.now();
+  for (const lexeme of new Lexer().lex(source)) {
+    for (const token of parser.next(lexeme)) tokens.push(token);
+    if (parser.stack.length > maxStack) fail(tooDeep, parser.offset);
+    if (++lexemes % 512 === 0 && performance.now() - sliceStart > PARSE_SLICE_MS) {
+      await nextTurn();
+      sliceStart = performance.now();
+    }
+  }
+  for (const token of parser.end()) tokens.push(token);
+
+  const documents = [...new Composer(YAML_OPTIONS).compose(tokens, true, source.length)];
+  const [document, second] = documents;
+  if (document === undefined) return { data: undefined, lineOf: () => undefined };
+  if (second !== undefined)
+    fail("YAML syntax: expected a single document in the stream, but found more", second.range[0]);
+  const error = document.errors[0];
+  if (error !== undefined) fail(`YAML syntax: ${error.message}`, error.pos[0]);
+  const tag = document.warnings.find((warning) => warning.code === "TAG_RESOLVE_FAILED");
+  if (tag !== undefined)
+    fail(`YAML syntax: ${tag.message}; configs hold plain data only (no custom tags)`, tag.pos[0]);
+  const root = document.contents as Node | null;
+  const problem = checkNodes(root, document);
+  if (problem !== undefined) fail(`YAML syntax: ${problem.message}`, problem.offset);
+
+  await nextTurn();
+  let data: unknown;
   try {
-    // YAML 1.2's core schema: plain data only (no timestamps, binaries, merge keys or custom tags).
-    // The parser's own depth guard stops hostile nesting early; the walk after it names the path.
-    const options = { schema: CORE_SCHEMA, maxDepth: maxDepth + 2 };
-    return loadYaml(source, options);
+    // Aliases are converted once and shared (as they were written); the expansion limit in
+    // `checkLimits` counts what they repeat.
+    data = document.toJS({ maxAliasCount: -1 });
   } catch (error) {
-    if (error instanceof YAMLException) {
-      const message = error.reason.startsWith("nesting exceeded")
-        ? `the YAML is nested more than ${maxDepth} levels deep; flatten it (the limit is ${maxDepth})`
-        : `YAML syntax: ${error.reason}`;
-      const issue: ConfigIssue = { path: "$", message };
-      throw new ConfigError(subject, [
-        withLine(issue, error.mark === undefined ? undefined : error.mark.line + 1),
-      ]);
-    }
-    if (error instanceof RangeError) {
-      throw new ConfigError(subject, [
-        {
-          path: "$",
-          message: `the YAML is nested too deeply to parse; keep nesting under ${DEFAULT_MAX_JSON_DEPTH} levels`,
-        },
-      ]);
-    }
+    if (error instanceof RangeError) fail(tooDeep, undefined);
     throw error;
   }
+  return { data, lineOf: (path) => lineOf(root, path, lineAt, document) };
+}
+
+/**
+ * Duplicate keys, collections used as keys and aliases without an anchor, found in one iterative
+ * pass over the composed nodes (aliases are not followed: each node is visited once).
+ */
+function checkNodes(
+  root: Node | null,
+  document: Document.Parsed,
+): { message: string; offset: number | undefined } | undefined {
+  const pending: unknown[] = [root];
+  for (let node = pending.pop(); pending.length > 0 || node !== undefined; node = pending.pop()) {
+    if (isAlias(node)) {
+      if (node.resolve(document) === undefined)
+        return { message: `unidentified alias "${node.source}"`, offset: node.range?.[0] };
+    } else if (isMap(node)) {
+      const keys = new Set<string>();
+      for (const { key, value } of node.items) {
+        const offset = (key as Node | null)?.range?.[0];
+        const plain = isAlias(key) ? key.resolve(document) : key;
+        if (isAlias(key) && plain === undefined)
+          return { message: `unidentified alias "${key.source}"`, offset };
+        if (plain !== null && !isScalar(plain))
+          return { message: "a map key must be a plain value, not a list or a map", offset };
+        const name = String(isScalar(plain) ? plain.value : null);
+        if (keys.has(name)) return { message: `duplicated mapping key "${name}"`, offset };
+        keys.add(name);
+        pending.push(value);
+      }
+    } else if (isSeq(node)) {
+      for (const item of node.items) pending.push(item);
+    }
+  }
+  return undefined;
 }
 
 /** Nesting, expansion, characters and route count: checked before the schema walks the data. */
@@ -188,28 +286,6 @@ function pathSegments(path: string): (string | number)[] {
   return segments;
 }
 
-/**
- * Finds the line of a path. The fast parser keeps no positions, so a second parser that does runs
- * once, lazily, when an issue needs a line, and only for sources small enough to parse quickly.
- */
-function lineFinder(source: string): (path: readonly (string | number)[]) => number | undefined {
-  let root: Node | null | undefined;
-  let lineAt: ((offset: number | undefined) => number | undefined) | undefined;
-  return (path) => {
-    if (source.length > MAX_BYTES_WITH_LINES) return undefined;
-    if (lineAt === undefined) {
-      const lineCounter = new LineCounter();
-      try {
-        root = parseDocument(source, { lineCounter, prettyErrors: false }).contents as Node | null;
-      } catch {
-        root = undefined;
-      }
-      lineAt = (offset) => (offset === undefined ? undefined : lineCounter.linePos(offset).line);
-    }
-    return lineOf(root, path, lineAt);
-  };
-}
-
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
@@ -224,20 +300,42 @@ export function formatPath(path: readonly (string | number)[]): string {
   return path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? p : `.${p}`)).join("");
 }
 
+/** Map nodes indexed by key, built the first time an issue looks a key up in them. */
+const keyIndexes = new WeakMap<object, Map<string, MapEntry>>();
+
+interface MapEntry {
+  readonly key: unknown;
+  readonly value: unknown;
+}
+
+function keyIndex(node: { items: readonly MapEntry[] }): Map<string, MapEntry> {
+  let index = keyIndexes.get(node);
+  if (index === undefined) {
+    index = new Map();
+    for (const entry of node.items) {
+      if (isScalar(entry.key)) index.set(String(entry.key.value), entry);
+    }
+    keyIndexes.set(node, index);
+  }
+  return index;
+}
+
 /** The line of the deepest YAML node on `path` that exists (the key, for map entries). */
 function lineOf(
-  root: unknown,
+  root: Node | null,
   path: readonly (string | number)[],
   lineAt: (offset: number | undefined) => number | undefined,
+  document: Document.Parsed,
 ): number | undefined {
-  let node = root as Node | null | undefined;
-  let line = lineAt((node as { range?: [number, number, number] } | null)?.range?.[0]);
+  let node: unknown = root;
+  let line = lineAt((node as Node | null)?.range?.[0]);
   for (const segment of path) {
+    if (isAlias(node)) node = node.resolve(document);
     if (isMap(node)) {
-      const pair = node.items.find((item) => (item.key as { value?: unknown } | null)?.value === segment);
-      if (pair === undefined) break;
-      line = lineAt((pair.key as { range?: [number, number, number] } | null)?.range?.[0]) ?? line;
-      node = pair.value as Node | null;
+      const entry = keyIndex(node).get(String(segment));
+      if (entry === undefined) break;
+      line = lineAt((entry.key as Node).range?.[0]) ?? line;
+      node = entry.value;
     } else if (isSeq(node) && typeof segment === "number") {
       const item = node.items[segment] as Node | undefined;
       if (item === undefined) break;
