@@ -16,12 +16,14 @@ import { copyPayload, decodeMessage, decodePayload } from "./codec.js";
 import type { PulsarConfig } from "./config.js";
 import { DEAD_LETTER_SUBSCRIPTION, type PulsarRoute, resolveDestination, routeOf } from "./naming.js";
 import type { Producers } from "./producers.js";
-import type { PulsarRest, SubscriptionFigures } from "./rest.js";
+import type { PulsarRest, SubscriptionFigures, TopicDeletion } from "./rest.js";
 import type { Topics } from "./topics.js";
 import type { ConsumerLink, IncomingMessage, PulsarTransport } from "./transport.js";
 
 /** How long a dead-letter scan waits for the next message before it concludes there are no more. */
 const SCAN_IDLE_MS = 3_000;
+/** Pauses before asking again to delete a topic in use (a client closed just before may be detaching). */
+const DETACH_RETRY_MS = [100, 200, 400] as const;
 /** How long an admin change waits for the broker's backlog figure to show it. */
 const SETTLE_WAIT_MS = 10_000;
 
@@ -274,6 +276,25 @@ export class PulsarAdmin implements QueueAdminProtocol {
     return { purged: Math.max(0, backlog - held) };
   }
 
+  /**
+   * Deletes a topic no client is connected to (`PulsarRest.deleteUnusedTopic`), never forcing the
+   * producers and consumers of other processes off: the broker's WebSocket proxy would reconnect
+   * them, and one closed during that reconnect makes the proxy drop its shared connection to the
+   * broker, which hands every delivery its consumers hold to other consumers again, with a
+   * redelivery count of 0 (docs/providers/pulsar.md, "Deleting destinations"). The producer this
+   * process closed just before may still be detaching at the broker, so an in-use answer is asked
+   * again for a short while.
+   */
+  private async deleteUnused(topic: string): Promise<TopicDeletion> {
+    let result = await this.deps.rest.deleteUnusedTopic(topic);
+    for (const delayMs of DETACH_RETRY_MS) {
+      if (result.outcome !== "in-use") break;
+      await sleep(delayMs);
+      result = await this.deps.rest.deleteUnusedTopic(topic);
+    }
+    return result;
+  }
+
   async deleteDestination(
     source: DeadLetterSource,
     options: DeleteDestinationOptions = {},
@@ -287,6 +308,13 @@ export class PulsarAdmin implements QueueAdminProtocol {
     if (own === undefined) {
       if (keepDeadLetters) return { deleted: false, reason: `${describe(route)} does not exist` };
     } else {
+      // This process's producer goes first, whatever the answer: the topic is deleted only once no
+      // client uses it, so a producer kept after a refusal here would keep the other processes'
+      // deletes (a cluster's other servers cleaning up the same execution) refused for good.
+      if (route.kind === "queue") {
+        await producers.forget(route.topic);
+        topics.forget(route.topic);
+      } else await producers.forget(route.retryTopic);
       if (own.consumers > 0) {
         return {
           deleted: false,
@@ -305,14 +333,15 @@ export class PulsarAdmin implements QueueAdminProtocol {
         };
       }
       if (route.kind === "queue") {
-        // Our own producer would recreate the topic when the broker drops it: close it first.
-        await producers.forget(route.topic);
-        topics.forget(route.topic);
-        deleted = await rest.deleteTopic(route.topic);
+        const result = await this.deleteUnused(route.topic);
+        if (result.outcome === "in-use") {
+          return { deleted: false, reason: `${describe(route)} is still in use: ${result.reason}` };
+        }
+        deleted = result.outcome === "deleted";
       } else {
         deleted = await rest.deleteSubscription(route.topic, route.pulsarSubscription);
-        await producers.forget(route.retryTopic);
-        await rest.deleteTopic(route.retryTopic);
+        // Other processes of the same subscription may still publish retries: then it stays.
+        await this.deleteUnused(route.retryTopic);
       }
     }
     const letters = await this.deadLetterCount(route);
@@ -321,7 +350,15 @@ export class PulsarAdmin implements QueueAdminProtocol {
     }
     await producers.forget(route.deadLetterTopic);
     topics.forget(route.deadLetterTopic);
-    const droppedLetters = await rest.deleteTopic(route.deadLetterTopic);
+    const dropped = await this.deleteUnused(route.deadLetterTopic);
+    if (dropped.outcome === "in-use") {
+      return {
+        deleted,
+        ...(letters > 0 ? { deadLettersKept: letters } : {}),
+        reason: `the dead-letter topic of ${describe(route)} is still in use: ${dropped.reason}`,
+      };
+    }
+    const droppedLetters = dropped.outcome === "deleted";
     if (!deleted && droppedLetters) {
       return {
         deleted: true,

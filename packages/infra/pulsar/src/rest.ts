@@ -31,6 +31,11 @@ export interface SubscriptionFigures {
   readonly unacked: number;
 }
 
+/** What a delete of an unused topic did: deleted, found nothing, or refused (`reason` is the broker's). */
+export type TopicDeletion =
+  | { readonly outcome: "deleted" | "missing" }
+  | { readonly outcome: "in-use"; readonly reason: string };
+
 /** One message read with peek: its position on the subscription, broker id and payload bytes. */
 export interface PeekedMessage {
   readonly position: number;
@@ -212,7 +217,35 @@ export class PulsarRest {
     return Array.isArray(names) ? names.map((name) => String(name).split("/").pop() ?? "") : [];
   }
 
-  /** Deletes a topic with its subscriptions (forcing producers and consumers off). False when it did not exist. */
+  /**
+   * Deletes a topic with its subscriptions unless a producer or consumer, of any client, is
+   * connected to it (no `force`): the broker then answers 412, returned as `in-use` with its reason.
+   * A forced delete would drop the other clients' producers and consumers, and the broker's
+   * WebSocket proxy reconnects them behind their sockets; a socket closed while that reconnect is
+   * under way makes the proxy close its shared connection to the broker, so every consumer on it,
+   * of any topic, loses what it holds to other consumers (see {@link deleteTopic}).
+   */
+  async deleteUnusedTopic(topic: string): Promise<TopicDeletion> {
+    const what = `deleting topic "${topic}"`;
+    const response = await this.callUnlessBusy("DELETE", this.topicPath(topic), what);
+    if (response.status === 412) {
+      const text = await response.text().catch(() => "");
+      let reason = text;
+      try {
+        reason = String((JSON.parse(text) as { reason?: unknown }).reason ?? text);
+      } catch {
+        // not JSON: the text as it came
+      }
+      return { outcome: "in-use", reason: reason.slice(0, 300) || "HTTP 412" };
+    }
+    return { outcome: (await this.doneUnlessMissing(response, what)) ? "deleted" : "missing" };
+  }
+
+  /**
+   * Deletes a topic with its subscriptions, forcing producers and consumers off (tooling: a test's
+   * or an operator's clean-up). False when it did not exist. Not for a topic other clients may still
+   * use: see {@link deleteUnusedTopic}.
+   */
   async deleteTopic(topic: string): Promise<boolean> {
     const what = `deleting topic "${topic}"`;
     const response = await this.callUnlessBusy("DELETE", `${this.topicPath(topic)}?force=true`, what);
