@@ -151,11 +151,16 @@ describe("cluster mode: several engines on one broker and one store", () => {
   it("tells only the server that created an execution that it owns it when it ends (the one that cleans its queues)", async () => {
     const { config } = await cluster(3);
     const created = new Map<string, string>();
+    // The sinks hold their deliveries until every server runs every execution: none ends sooner.
+    gate.open = false;
     for (let i = 0; i < 3; i++) {
       const items = Array.from({ length: 10 }, (_, n) => `o${i}:${n}`);
       const record = await engines[i]!.service.create({ config, input: { items } });
       created.set(record.id, `s${i}`);
     }
+    for (const id of created.keys())
+      await waitFor(() => engines.every((e) => e.manager.get(id) !== undefined), "every server joined");
+    gate.open = true;
     await waitFor(() => ends.length === 9, "every server's end of every execution", 60_000);
     for (const [id, creator] of created) {
       const of = ends.filter((e) => e.id === id);
