@@ -41,6 +41,11 @@ interface ClusterStoreProtocol {
    * clock): a server taking over after a dead one cleans their queues, since their owner cannot.
    */
   endedExecutionsOwnedBy(nodeId: string, withinMs: number): Promise<string[]>;
+  /**
+   * True when the execution's owner holds a lease that has not expired; false when it has no owner,
+   * or its owner gave its lease back or let it run out (or the execution does not exist).
+   */
+  executionOwnerLive(executionId: string): Promise<boolean>;
   /** Ids of the leases (live or expired) whose node id starts with `prefix`. */
   nodeIdsStartingWith(prefix: string): Promise<string[]>;
   /** Servers whose lease has not expired, with their owned running executions. */
@@ -135,6 +140,17 @@ export class ClusterStore implements ClusterStoreProtocol {
           .executeTakeFirst(),
       (result) => (Number(result.numUpdatedRows) > 0 ? `owner ${executionId} ${nodeId}` : undefined),
     );
+  }
+
+  async executionOwnerLive(executionId: string): Promise<boolean> {
+    const row = await this.#db
+      .selectFrom("pipeline_executions as e")
+      .innerJoin("factflow_nodes as n", "n.node_id", "e.owner_node")
+      .select("n.node_id")
+      .where("e.id", "=", executionId)
+      .where("n.lease_expires_at", ">=", sql<Date>`now()`)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   async endedExecutionsOwnedBy(nodeId: string, withinMs: number): Promise<string[]> {

@@ -112,8 +112,10 @@ describe.skipIf(skip)("cluster notifications on PostgreSQL", () => {
       expect(await heard.next()).toBe(`completed ${first.id}`);
       const second = await store.createExecution({ ...newExecution(), ownerNode: "n1" });
       expect(await heard.next()).toBe(`created ${second.id}`);
+      expect(await cluster.executionOwnerLive(second.id)).toBe(true);
       await cluster.removeNode("n1");
       expect(await heard.next()).toBe("left n1");
+      expect(await cluster.executionOwnerLive(second.id)).toBe(false);
       expect(await cluster.claimExecution(second.id, "n3")).toEqual({ claimed: true, owner: "n3" });
       expect(await heard.next()).toBe(`owner ${second.id} n3`);
       await store.finishExecution(second.id, "cancelled");

@@ -187,9 +187,14 @@ function executionHooks(options: {
   readonly metrics: FactflowMetrics;
   readonly janitor: QueueJanitor;
   readonly executions: ExecutionStoreProtocol;
+  /**
+   * In a cluster: whether an execution's owner still holds a live lease. A server that does not own
+   * an ended execution cleans its queues only when its owner is gone.
+   */
+  readonly ownerLive?: (executionId: string) => Promise<boolean>;
   readonly onStalled: NonNullable<ExecutionHooks["onExecutionStalled"]>;
 }): ExecutionHooks {
-  const { routes, metrics, janitor, executions } = options;
+  const { routes, metrics, janitor, executions, ownerLive } = options;
   return {
     onExecutionStalled: options.onStalled,
     onExecutionStarted(record) {
@@ -202,8 +207,15 @@ function executionHooks(options: {
       setTimeout(() => routes.remove(record.id), 60_000).unref();
       if (end === "stopped") return;
       // Its subscriptions are stopped by now (the engine stops them before calling this hook). In a
-      // cluster one server cleans: the owner, which waits for the others' consumers to leave.
+      // cluster one server cleans: the owner, which waits for the others' consumers to leave. An
+      // owner that gave its lease back before anyone claimed the execution cleans nothing, so then
+      // the others do; a dead owner's lease still runs, and the server taking it over cleans.
       if (context.owner) void janitor.sweep(record.id, record.configSnapshot);
+      else if (ownerLive !== undefined)
+        // Unknown (the database did not answer): cleaning too is harmless, deletion is `ifEmpty`.
+        void ownerLive(record.id)
+          .catch(() => false)
+          .then((live) => (live ? undefined : janitor.sweep(record.id, record.configSnapshot)));
       const final = await executions.getExecution(record.id);
       const finishedAt = final?.finishedAt ? Date.parse(final.finishedAt) : Date.now();
       metrics.executions.inc({ status: end });
@@ -311,6 +323,9 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         metrics,
         janitor,
         executions: db.executions,
+        ...(cluster === undefined
+          ? {}
+          : { ownerLive: (executionId: string) => cluster.store.executionOwnerLive(executionId) }),
         onStalled: options.onExecutionStalled ?? logStall(logger),
       }),
       stallAfterMs: settings.stall_after_s * 1000,
