@@ -22,7 +22,7 @@ export type {
   ExecutionEventType,
 } from "./execution/execution-events.js";
 export { TERMINAL_EVENT_TYPES } from "./execution/execution-events.js";
-export type { ExecutionHooks } from "./execution/execution-hooks.js";
+export type { ExecutionEndContext, ExecutionHooks } from "./execution/execution-hooks.js";
 export type { ExecutionProgress, RouteActivity } from "./execution/execution-progress.js";
 // The services an `Engine` exposes, as types: they are reached through `createEngine`, never built.
 export type {

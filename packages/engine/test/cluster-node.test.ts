@@ -31,6 +31,14 @@ function memoryClusterStore(executions: ExecutionStoreProtocol) {
   };
 }
 
+/** Each `onExecutionEnded` of every engine: where, what, how, and whether that server owned it. */
+const ends: { server: string; id: string; end: string; owner: boolean }[] = [];
+const recordEnds = (server: string) => ({
+  onExecutionEnded: (record: { id: string }, end: string, context: { owner: boolean }) => {
+    ends.push({ server, id: record.id, end, owner: context.owner });
+  },
+});
+
 /** Which server's sink handled which item. */
 const sunk: { server: string; item: JsonValue }[] = [];
 /** Closed: the sinks wait (of server `only` alone, when set), holding their deliveries. */
@@ -73,6 +81,7 @@ afterEach(async () => {
   for (const engine of engines) await engine.shutdown({ cancel: true });
   engines = [];
   sunk.length = 0;
+  ends.length = 0;
   gate.open = true;
   delete gate.only;
 });
@@ -89,6 +98,7 @@ async function cluster(size: number) {
       storage: memoryStorage(),
       adapters: [...builtins, sinkOf(`s${i}`)],
       maxConcurrent: 3,
+      hooks: recordEnds(`s${i}`),
       cluster: { nodeId: `s${i}`, store: memoryClusterStore(db.executions), pollMs: 30 },
     });
     await engine.cluster?.start();
@@ -138,6 +148,27 @@ describe("cluster mode: several engines on one broker and one store", () => {
     expect(new Set(sunk.map((s) => s.server)).size).toBeGreaterThan(1);
   });
 
+  it("tells only the server that created an execution that it owns it when it ends (the one that cleans its queues)", async () => {
+    const { config } = await cluster(3);
+    const created = new Map<string, string>();
+    // The sinks hold their deliveries until every server runs every execution: none ends sooner.
+    gate.open = false;
+    for (let i = 0; i < 3; i++) {
+      const items = Array.from({ length: 10 }, (_, n) => `o${i}:${n}`);
+      const record = await engines[i]!.service.create({ config, input: { items } });
+      created.set(record.id, `s${i}`);
+    }
+    for (const id of created.keys())
+      await waitFor(() => engines.every((e) => e.manager.get(id) !== undefined), "every server joined");
+    gate.open = true;
+    await waitFor(() => ends.length === 9, "every server's end of every execution", 60_000);
+    for (const [id, creator] of created) {
+      const of = ends.filter((e) => e.id === id);
+      expect(of.map((e) => e.end)).toEqual(["completed", "completed", "completed"]);
+      expect(of.filter((e) => e.owner).map((e) => e.server)).toEqual([creator]);
+    }
+  });
+
   it("a cancel on one server stops the execution on every server", async () => {
     const { db, config } = await cluster(3);
     gate.open = false;
@@ -182,6 +213,84 @@ describe("cluster takeover: the broker's part", () => {
     await engine.cluster?.start();
     await waitFor(() => claimed.length === 2, "both dead servers claimed");
     expect(claimed).toEqual(["dead-1", "dead-2"]);
+  });
+});
+
+describe("cluster takeover: queue clean-up", () => {
+  it("the taker owns (and cleans) what a dead owner ran, and cleans what ended while it was dead", async () => {
+    const queue = createEmbeddedProvider({ mode: "memory" });
+    await queue.connect();
+    const db = openMemoryLineageDatabase();
+    const owners = new Map<string, string>();
+    const expired: string[] = [];
+    const cleaned: string[] = [];
+    const store = {
+      ...memoryClusterStore(db.executions),
+      claimExpiredNodes: async () => expired.splice(0),
+      adoptExecutions: async (from: string, to: string) => {
+        const running = await memoryClusterStore(db.executions).runningExecutionIds();
+        const adopted = running.filter((id) => owners.get(id) === from);
+        for (const id of adopted) owners.set(id, to);
+        return adopted;
+      },
+      endedExecutionsOwnedBy: async (node: string) => {
+        const ended = [...owners].filter(([, owner]) => owner === node).map(([id]) => id);
+        const rows = await Promise.all(ended.map((id) => db.executions.getExecution(id)));
+        return rows.filter((r) => r !== undefined && r.status !== "running").map((r) => r!.id);
+      },
+    };
+    for (let i = 0; i < 2; i++) {
+      const engine = createEngine({
+        queue,
+        lineage: db.lineage,
+        executions: db.executions,
+        storage: memoryStorage(),
+        adapters: [...builtins, sinkOf(`s${i}`)],
+        hooks: recordEnds(`s${i}`),
+        cluster: {
+          nodeId: `s${i}`,
+          store,
+          pollMs: 30,
+          cleanUpQueues: (record) => {
+            cleaned.push(`s${i}:${record.id}`);
+          },
+        },
+      });
+      await engine.cluster?.start();
+      engines.push(engine);
+    }
+    const config = await loadPipelineConfig(yaml, { registry: engines[0]!.registry });
+    // Ended while its owner s1 was dead: only the taker can clean its queues.
+    const ended = await db.executions.createExecution({
+      id: uuidv7(),
+      configName: config.name,
+      configVersion: null,
+      configSnapshot: config,
+      input: null,
+    });
+    await db.executions.finishExecution(ended.id, "completed");
+    owners.set(ended.id, "s1");
+    // Running, created by s1, whose sinks hold their deliveries until it stops.
+    gate.open = false;
+    gate.only = "s1";
+    const record = await engines[1]!.service.create({ config, input: { items: itemsOf("q", 8) } });
+    owners.set(record.id, "s1");
+    await waitFor(() => engines[0]!.manager.get(record.id) !== undefined, "s0 joined");
+    // Nothing completes before the takeover: s0's sinks hold theirs too.
+    delete gate.only;
+    await engines[1]!.shutdown();
+    expired.push("s1");
+    await waitFor(() => cleaned.length > 0, "the taker to clean the ended execution's queues");
+    expect(cleaned).toEqual([`s0:${ended.id}`]);
+    expect(owners.get(record.id)).toBe("s0");
+    gate.open = true;
+    await expectCompleted(db, record.id);
+    await waitFor(() => ends.some((e) => e.server === "s0" && e.id === record.id), "s0's end");
+    expect(ends.filter((e) => e.id === record.id)).toEqual([
+      { server: "s1", id: record.id, end: "stopped", owner: true },
+      { server: "s0", id: record.id, end: "completed", owner: true },
+    ]);
+    expect(new Set(sunkOf("q"))).toEqual(new Set(itemsOf("q", 8)));
   });
 });
 

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from "kysely";
+import { notifyCluster } from "./cluster-notify-sql.js";
 import type { LineageDatabaseSchema } from "./schema.js";
 
 /**
@@ -35,6 +36,16 @@ interface ClusterStoreProtocol {
    * whether it was claimed, and who owns the execution now (null when it is no longer running).
    */
   claimExecution(executionId: string, nodeId: string): Promise<{ claimed: boolean; owner: string | null }>;
+  /**
+   * Ids of the executions `nodeId` owns that ended within the last `withinMs` (by the database's
+   * clock): a server taking over after a dead one cleans their queues, since their owner cannot.
+   */
+  endedExecutionsOwnedBy(nodeId: string, withinMs: number): Promise<string[]>;
+  /**
+   * True when the execution's owner holds a lease that has not expired; false when it has no owner,
+   * or its owner gave its lease back or let it run out (or the execution does not exist).
+   */
+  executionOwnerLive(executionId: string): Promise<boolean>;
   /** Ids of the leases (live or expired) whose node id starts with `prefix`. */
   nodeIdsStartingWith(prefix: string): Promise<string[]>;
   /** Servers whose lease has not expired, with their owned running executions. */
@@ -49,9 +60,31 @@ interface ClusterStoreProtocol {
 /** `ClusterStoreProtocol` on the execution store's Kysely handle (PostgreSQL or PGlite). */
 export class ClusterStore implements ClusterStoreProtocol {
   readonly #db: Kysely<LineageDatabaseSchema>;
+  /** Where owner and lease changes are announced (`NOTIFY`), or undefined (PGlite). */
+  readonly #channel: string | undefined;
 
-  constructor(db: Kysely<LineageDatabaseSchema>) {
+  /**
+   * With `notifyChannel`, a lease given back and every change of an execution's owner send a
+   * `NOTIFY` on that channel in the transaction of the change (delivered on commit only).
+   */
+  constructor(db: Kysely<LineageDatabaseSchema>, options: { readonly notifyChannel?: string } = {}) {
     this.#db = db;
+    this.#channel = options.notifyChannel;
+  }
+
+  /** Runs `work`, in a transaction that also sends `payload` when it changed something. */
+  async #notifying<T>(
+    work: (db: Kysely<LineageDatabaseSchema>) => Promise<T>,
+    payload: (result: T) => string | undefined,
+  ): Promise<T> {
+    const channel = this.#channel;
+    if (channel === undefined) return work(this.#db);
+    return this.#db.transaction().execute(async (trx) => {
+      const result = await work(trx);
+      const text = payload(result);
+      if (text !== undefined) await notifyCluster(trx, channel, text);
+      return result;
+    });
   }
 
   async heartbeatNode(nodeId: string, leaseMs: number): Promise<void> {
@@ -66,7 +99,11 @@ export class ClusterStore implements ClusterStoreProtocol {
   }
 
   async removeNode(nodeId: string): Promise<void> {
-    await this.#db.deleteFrom("factflow_nodes").where("node_id", "=", nodeId).execute();
+    // Announced: the others claim the executions it owned at once.
+    await this.#notifying(
+      (db) => db.deleteFrom("factflow_nodes").where("node_id", "=", nodeId).executeTakeFirst(),
+      (result) => (Number(result.numDeletedRows) > 0 ? `left ${nodeId}` : undefined),
+    );
   }
 
   async claimExpiredNodes(): Promise<string[]> {
@@ -79,22 +116,54 @@ export class ClusterStore implements ClusterStoreProtocol {
   }
 
   async adoptExecutions(fromNode: string, toNode: string): Promise<string[]> {
-    const rows = await this.#db
-      .updateTable("pipeline_executions")
-      .set({ owner_node: toNode })
-      .where("owner_node", "=", fromNode)
-      .where("status", "=", "running")
-      .returning("id")
-      .execute();
+    const rows = await this.#notifying(
+      (db) =>
+        db
+          .updateTable("pipeline_executions")
+          .set({ owner_node: toNode })
+          .where("owner_node", "=", fromNode)
+          .where("status", "=", "running")
+          .returning("id")
+          .execute(),
+      (adopted) => (adopted.length > 0 ? `adopted ${fromNode} ${toNode}` : undefined),
+    );
     return rows.map((r) => r.id);
   }
 
   async setExecutionOwner(executionId: string, nodeId: string): Promise<void> {
-    await this.#db
-      .updateTable("pipeline_executions")
-      .set({ owner_node: nodeId })
-      .where("id", "=", executionId)
+    await this.#notifying(
+      (db) =>
+        db
+          .updateTable("pipeline_executions")
+          .set({ owner_node: nodeId })
+          .where("id", "=", executionId)
+          .executeTakeFirst(),
+      (result) => (Number(result.numUpdatedRows) > 0 ? `owner ${executionId} ${nodeId}` : undefined),
+    );
+  }
+
+  async executionOwnerLive(executionId: string): Promise<boolean> {
+    const row = await this.#db
+      .selectFrom("pipeline_executions as e")
+      .innerJoin("factflow_nodes as n", "n.node_id", "e.owner_node")
+      .select("n.node_id")
+      .where("e.id", "=", executionId)
+      .where("n.lease_expires_at", ">=", sql<Date>`now()`)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async endedExecutionsOwnedBy(nodeId: string, withinMs: number): Promise<string[]> {
+    const since = sql<Date>`now() - ${Math.max(0, Math.round(withinMs))} * interval '1 millisecond'`;
+    const rows = await this.#db
+      .selectFrom("pipeline_executions")
+      .select("id")
+      .where("owner_node", "=", nodeId)
+      .where("status", "!=", "running")
+      .where("finished_at", ">=", since)
+      .orderBy("finished_at")
       .execute();
+    return rows.map((r) => r.id);
   }
 
   async runningExecutionIds(): Promise<string[]> {
@@ -147,6 +216,7 @@ export class ClusterStore implements ClusterStoreProtocol {
         .set({ owner_node: nodeId })
         .where("id", "=", executionId)
         .execute();
+      if (owner !== nodeId) await notifyCluster(trx, this.#channel, `owner ${executionId} ${nodeId}`);
       return { claimed: true, owner: nodeId };
     });
   }

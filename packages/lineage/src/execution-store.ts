@@ -10,6 +10,7 @@ import type {
 } from "@factflow/protocols";
 import { EXECUTION_STATUS_ORDER, FactflowError } from "@factflow/protocols";
 import { type Kysely, type Selectable, sql } from "kysely";
+import { notifyCluster } from "./cluster-notify-sql.js";
 import { ClusterStore } from "./cluster-store.js";
 import { checkListQuery } from "./execution-list-query.js";
 import { assertUuid } from "./ids.js";
@@ -35,11 +36,22 @@ export class ExecutionStore implements ExecutionStoreProtocol {
   readonly #onClose: (() => Promise<void>) | undefined;
   /** Cluster-wide cap on running executions (see `limitRunning`). */
   #maxRunning: number | undefined;
+  /** Where creates and ends are announced (`NOTIFY`), or undefined (PGlite: one process only). */
+  readonly #channel: string | undefined;
 
-  /** `onClose` lets the owner of the connections release them when this store is closed. */
-  constructor(db: Kysely<LineageDatabaseSchema>, onClose?: () => Promise<void>) {
+  /**
+   * `onClose` lets the owner of the connections release them when this store is closed. With
+   * `notifyChannel`, each create and end of an execution, and each change of the leases and owners
+   * through `cluster()`, sends a `NOTIFY` on that channel in the transaction of the change.
+   */
+  constructor(
+    db: Kysely<LineageDatabaseSchema>,
+    onClose?: () => Promise<void>,
+    options: { readonly notifyChannel?: string } = {},
+  ) {
     this.#db = db;
     this.#onClose = onClose;
+    this.#channel = options.notifyChannel;
   }
 
   /**
@@ -54,7 +66,7 @@ export class ExecutionStore implements ExecutionStoreProtocol {
 
   /** Leases and ownership for several servers on this database (docs/deployment.md). */
   cluster(): ClusterStore {
-    return new ClusterStore(this.#db);
+    return new ClusterStore(this.#db, this.#channel === undefined ? {} : { notifyChannel: this.#channel });
   }
 
   /** Named queue definitions shared by every server on this database (docs/deployment.md). */
@@ -124,8 +136,14 @@ export class ExecutionStore implements ExecutionStoreProtocol {
     if (execution.parentExecutionId !== undefined)
       assertUuid(execution.parentExecutionId, "parent execution id");
     const max = this.#maxRunning;
-    if (max === undefined) return this.#insertExecution(this.#db, execution);
+    const channel = this.#channel;
+    if (max === undefined && channel === undefined) return this.#insertExecution(this.#db, execution);
     return this.#db.transaction().execute(async (trx) => {
+      if (max === undefined) {
+        const record = await this.#insertExecution(trx, execution);
+        await notifyCluster(trx, channel, `created ${record.id}`);
+        return record;
+      }
       await sql`select pg_advisory_xact_lock(${String(RUNNING_CAP_LOCK)}::bigint)`.execute(trx);
       const { n } = await trx
         .selectFrom("pipeline_executions")
@@ -139,7 +157,9 @@ export class ExecutionStore implements ExecutionStoreProtocol {
           { retryable: true },
         );
       }
-      return this.#insertExecution(trx, execution);
+      const record = await this.#insertExecution(trx, execution);
+      await notifyCluster(trx, channel, `created ${record.id}`);
+      return record;
     });
   }
 
@@ -216,18 +236,24 @@ export class ExecutionStore implements ExecutionStoreProtocol {
         `[factflow/lineage] an execution cannot finish as ${JSON.stringify(status)} (completed | failed | cancelled).`,
       );
     }
-    const result = await this.#db
-      .updateTable("pipeline_executions")
-      .set({
-        status,
-        finished_at: sql<Date>`now()`,
-        ...(details.error === undefined ? {} : { error: details.error }),
-        ...(details.counters === undefined ? {} : { counters: jsonb(details.counters) }),
-      })
-      .where("id", "=", id)
-      .where("status", "=", "running")
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    const finish = async (db: Kysely<LineageDatabaseSchema>): Promise<boolean> => {
+      const result = await db
+        .updateTable("pipeline_executions")
+        .set({
+          status,
+          finished_at: sql<Date>`now()`,
+          ...(details.error === undefined ? {} : { error: details.error }),
+          ...(details.counters === undefined ? {} : { counters: jsonb(details.counters) }),
+        })
+        .where("id", "=", id)
+        .where("status", "=", "running")
+        .executeTakeFirst();
+      const finished = Number(result.numUpdatedRows) === 1;
+      if (finished) await notifyCluster(db, this.#channel, `${status} ${id}`);
+      return finished;
+    };
+    // The notification commits with the status: a server woken by it reads the row ended.
+    return this.#channel === undefined ? finish(this.#db) : this.#db.transaction().execute(finish);
   }
 
   async deleteExecutionsBefore(before: Date): Promise<number> {

@@ -1,3 +1,5 @@
+export type { ClusterNotificationsOptions } from "./cluster-notifications.js";
+export { CLUSTER_CHANNEL, ClusterNotifications } from "./cluster-notifications.js";
 export type { DatabaseHandles, PostgresConnectOptions } from "./connect.js";
 export { connectPglite, connectPostgres } from "./connect.js";
 export { isDatabaseUnavailable } from "./connection-errors.js";

@@ -1,6 +1,7 @@
 import type { ExecutionStoreProtocol, LineageProtocol, Logger } from "@factflow/protocols";
 import { FactflowError, silentLogger } from "@factflow/protocols";
 import { type MigrationResult, Migrator } from "kysely/migration";
+import { CLUSTER_CHANNEL } from "./cluster-notifications.js";
 import {
   connectPglite,
   connectPostgres,
@@ -119,7 +120,13 @@ export async function openLineageDatabase(options: LineageDatabaseOptions = {}):
     options.writer,
     released("lineage"),
   );
-  const executions = new ExecutionStore(handles.db, released("executions"));
+  // Only PostgreSQL is shared by several processes: there the changes servers coordinate on are
+  // announced on the cluster channel (see `ClusterNotifications`); PGlite has one process.
+  const executions = new ExecutionStore(
+    handles.db,
+    released("executions"),
+    handles.dialect === "postgres" ? { notifyChannel: CLUSTER_CHANNEL } : {},
+  );
   let closing: Promise<void> | undefined;
   return {
     lineage,

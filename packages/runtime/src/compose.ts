@@ -11,7 +11,7 @@ import {
   type StallDiagnosis,
   TERMINAL_EVENT_TYPES,
 } from "@factflow/engine";
-import { ExecutionStore, openLineageDatabase } from "@factflow/lineage";
+import { ClusterNotifications, ExecutionStore, openLineageDatabase } from "@factflow/lineage";
 import type {
   AdapterDefinition,
   ExecutionRecord,
@@ -22,7 +22,7 @@ import type {
   StorageProtocol,
 } from "@factflow/protocols";
 import { createFileStorage } from "@factflow/storage";
-import { leaseMsOf } from "./cluster-lease.js";
+import { discoveryMsOf, leaseMsOf } from "./cluster-lease.js";
 import { ConfigCatalog } from "./config-catalog.js";
 import { moduleAccessOf } from "./config-validator.js";
 import { connectOnFirstUse } from "./lazy-provider.js";
@@ -104,6 +104,9 @@ export interface ComposeOptions {
   readonly onExecutionStalled?: (record: ExecutionRecord, diagnosis: StallDiagnosis) => void;
 }
 
+/** Pause between a cluster owner's tries to delete a queue other servers still consume. */
+const CLEANUP_RETRY_MS = 500;
+
 /** In cluster mode lost lineage writes are reconciled late: a takeover re-publishes first. */
 const CLUSTER_RECONCILE_AFTER_MS = 120_000;
 
@@ -114,11 +117,16 @@ function clusterSettings(
   provider: QueueProtocol,
   executions: ExecutionStoreProtocol,
   nodeId: string,
+  cleanUpQueues: (record: ExecutionRecord) => void,
+  logger: Logger,
 ):
   | {
       nodeId: string;
       leaseMs: number;
+      discoveryMs: number;
       store: ReturnType<ExecutionStore["cluster"]>;
+      changes: ClusterNotifications;
+      cleanUpQueues: (record: ExecutionRecord) => void;
       claimDeadNode?: (nodeId: string) => Promise<void>;
     }
   | undefined {
@@ -126,14 +134,20 @@ function clusterSettings(
   const mode = options.cluster ?? (options.scheduleRetention === false ? "off" : "auto");
   const env = process.env;
   if (mode === "off" || env.FACTFLOW_CLUSTER === "off") return undefined;
-  const shared = providerName !== "embedded" && settings.lineage === "database" && settings.database_url;
+  const databaseUrl = settings.database_url;
+  const shared = providerName !== "embedded" && settings.lineage === "database" && databaseUrl;
   if (!shared || !(executions instanceof ExecutionStore)) return undefined;
   const cap = Number(env.FACTFLOW_CLUSTER_MAX_RUNNING);
   executions.limitRunning(Number.isInteger(cap) && cap >= 1 ? cap : undefined);
   return {
     nodeId,
     leaseMs: leaseMsOf(env),
+    discoveryMs: discoveryMsOf(env),
     store: executions.cluster(),
+    // Wakes discovery at once when another server creates or ends an execution (PostgreSQL LISTEN).
+    changes: new ClusterNotifications({ databaseUrl, logger }),
+    // The queues of an execution that ended while its owner was dead: the server taking over cleans them.
+    cleanUpQueues,
     // Redis moves a dead consumer's entries only after the visibility timeout; a takeover claims them.
     ...(provider.claimFromNode === undefined
       ? {}
@@ -165,29 +179,43 @@ class RouteIndex {
  * What the server keeps beside each execution that runs here, wired to the engine's lifecycle hooks.
  * Started: label its routes (the engine calls this before subscribing, so the first delivery's
  * metrics already carry its route) and count it running. Ended: record how it ended and, unless the
- * server is only stopping (the execution stays running, to be resumed), delete its broker queues.
+ * server is only stopping (the execution stays running, to be resumed), delete its broker queues
+ * when this server owns the execution (in a cluster the others only drop their subscriptions).
  */
 function executionHooks(options: {
   readonly routes: RouteIndex;
   readonly metrics: FactflowMetrics;
   readonly janitor: QueueJanitor;
   readonly executions: ExecutionStoreProtocol;
+  /**
+   * In a cluster: whether an execution's owner still holds a live lease. A server that does not own
+   * an ended execution cleans its queues only when its owner is gone.
+   */
+  readonly ownerLive?: (executionId: string) => Promise<boolean>;
   readonly onStalled: NonNullable<ExecutionHooks["onExecutionStalled"]>;
 }): ExecutionHooks {
-  const { routes, metrics, janitor, executions } = options;
+  const { routes, metrics, janitor, executions, ownerLive } = options;
   return {
     onExecutionStalled: options.onStalled,
     onExecutionStarted(record) {
       routes.add(record.id, record.configSnapshot);
       metrics.executionsRunning.inc();
     },
-    async onExecutionEnded(record, end) {
+    async onExecutionEnded(record, end, context) {
       metrics.executionsRunning.dec();
       // Keep route labels a little longer: late settlements of this execution still resolve.
       setTimeout(() => routes.remove(record.id), 60_000).unref();
       if (end === "stopped") return;
-      // Its subscriptions are stopped by now (the engine stops them before calling this hook).
-      void janitor.sweep(record.id, record.configSnapshot);
+      // Its subscriptions are stopped by now (the engine stops them before calling this hook). In a
+      // cluster one server cleans: the owner, which waits for the others' consumers to leave. An
+      // owner that gave its lease back before anyone claimed the execution cleans nothing, so then
+      // the others do; a dead owner's lease still runs, and the server taking it over cleans.
+      if (context.owner) void janitor.sweep(record.id, record.configSnapshot);
+      else if (ownerLive !== undefined)
+        // Unknown (the database did not answer): cleaning too is harmless, deletion is `ifEmpty`.
+        void ownerLive(record.id)
+          .catch(() => false)
+          .then((live) => (live ? undefined : janitor.sweep(record.id, record.configSnapshot)));
       const final = await executions.getExecution(record.id);
       const finishedAt = final?.finishedAt ? Date.parse(final.finishedAt) : Date.now();
       metrics.executions.inc({ status: end });
@@ -242,8 +270,29 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
     } else {
       storage = options.storage;
     }
+    const cluster = clusterSettings(
+      settings,
+      options,
+      created,
+      db.executions,
+      clusterNodeId,
+      (record) => void janitor.sweep(record.id, record.configSnapshot),
+      logger,
+    );
     // Deletes each ended execution's scoped queues (ifEmpty, dead letters kept) so they do not pile up.
-    const janitor = new QueueJanitor({ provider: rawProvider, logger, metrics });
+    // In a cluster the owner cleans, and the other servers' consumers leave once they learn of the
+    // end: by notification at once, at worst at their next discovery pass, which the retries cover.
+    const janitor = new QueueJanitor({
+      provider: rawProvider,
+      logger,
+      metrics,
+      ...(cluster === undefined
+        ? {}
+        : {
+            attempts: Math.ceil((2 * cluster.discoveryMs) / CLEANUP_RETRY_MS) + 1,
+            retryDelayMs: CLEANUP_RETRY_MS,
+          }),
+    });
     // OpenTelemetry's SDK is loaded only when the OTEL_* variables turn tracing on.
     const ownTracing =
       options.tracing === undefined && tracesExportersFromEnv(process.env).length > 0
@@ -251,7 +300,6 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         : undefined;
     const tracing = ownTracing ?? (options.tracing === false ? undefined : options.tracing);
     if (ownTracing !== undefined) logger.info("OpenTelemetry tracing is on (OTEL_* variables)");
-    const cluster = clusterSettings(settings, options, created, db.executions, clusterNodeId);
     // Leases and owners live in the database (none with `lineage: memory`: nothing is shared).
     const leaseStore = db.executions instanceof ExecutionStore ? db.executions.cluster() : undefined;
     // Outside a cluster, a lease of its own: other processes on this database leave its executions be.
@@ -275,6 +323,9 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         metrics,
         janitor,
         executions: db.executions,
+        ...(cluster === undefined
+          ? {}
+          : { ownerLive: (executionId: string) => cluster.store.executionOwnerLive(executionId) }),
         onStalled: options.onExecutionStalled ?? logStall(logger),
       }),
       stallAfterMs: settings.stall_after_s * 1000,

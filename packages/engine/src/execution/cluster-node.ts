@@ -41,6 +41,21 @@ interface ClusterStore {
    * cleanly, or never had one); `claimed` false when a live server owns it.
    */
   claimExecution?(executionId: string, nodeId: string): Promise<{ claimed: boolean }>;
+  /**
+   * Ids of the executions `nodeId` owns that ended within the last `withinMs`. Optional: without it,
+   * the queues of an execution that ended while its owner was dead are left to the broker.
+   */
+  endedExecutionsOwnedBy?(nodeId: string, withinMs: number): Promise<string[]>;
+}
+
+/**
+ * Tells a server at once that another process changed the shared state: an execution created or
+ * ended, an owner changed, a lease given back (`@factflow/lineage`'s `ClusterNotifications`, on
+ * PostgreSQL `LISTEN`). `onChange` is also called after a gap in which changes may have been missed.
+ */
+export interface ClusterChanges {
+  start(onChange: () => void): Promise<void>;
+  stop(): Promise<void>;
 }
 
 /** A running execution, its owner and whether that owner still holds a lease row. */
@@ -56,8 +71,26 @@ export interface ClusterOptions {
   readonly store: ClusterStore;
   /** How long a lease lasts without a heartbeat; a server silent this long is taken over. @default 10000 */
   readonly leaseMs?: number;
-  /** Interval of discovery (running executions to join, ended ones to stop) and heartbeats. @default 1000 */
+  /**
+   * Interval of the lease checks (expired leases to take over, silent servers to watch), and of
+   * discovery while a takeover is watched. @default 1000
+   */
   readonly pollMs?: number;
+  /**
+   * Wakes discovery (running executions to join, ended ones to stop, owners that left) as soon as
+   * another process changes them; discovery then runs on each change and every `discoveryMs`.
+   */
+  readonly changes?: ClusterChanges;
+  /**
+   * Interval of discovery when nothing wakes it sooner. @default 5000 with `changes`, else `pollMs`
+   */
+  readonly discoveryMs?: number;
+  /**
+   * Deletes the broker queues of an execution that ended while its owner was dead: the owner cleans
+   * an execution's queues when it ends there, and a dead one never will. Called by the server that
+   * takes the dead one over.
+   */
+  readonly cleanUpQueues?: (record: ExecutionRecord) => void | Promise<void>;
   /**
    * After a takeover, how long an execution must hold exactly the same open rows while the broker
    * holds nothing for it before its open messages are re-published. @default 2000 on a provider whose
@@ -139,6 +172,13 @@ export class ClusterNode {
   readonly #services: Services;
   readonly #leaseMs: number;
   readonly #pollMs: number;
+  readonly #discoveryMs: number;
+  /** A change was announced (or a pass asked for): the next pass runs discovery whatever the time. */
+  #discoveryDue = true;
+  /** When discovery last ran (`Date.now()`). */
+  #discoveredAt = 0;
+  /** A wake-up is queued for the end of the current turn (many notifications, one pass). */
+  #wakeQueued = false;
   readonly #joining = new Set<string>();
   readonly #joinFailedAt = new Map<string, number>();
   readonly #watch = new Map<string, Watch>();
@@ -163,6 +203,21 @@ export class ClusterNode {
     this.#services = services;
     this.#leaseMs = options.leaseMs ?? 10_000;
     this.#pollMs = options.pollMs ?? 1000;
+    this.#discoveryMs = Math.max(
+      this.#pollMs,
+      options.discoveryMs ?? (options.changes === undefined ? this.#pollMs : 5000),
+    );
+  }
+
+  /** Runs discovery as soon as possible: once for all the calls made in one turn of the event loop. */
+  wake(): void {
+    this.#discoveryDue = true;
+    if (this.#wakeQueued || this.#stopped) return;
+    this.#wakeQueued = true;
+    setImmediate(() => {
+      this.#wakeQueued = false;
+      void this.#run();
+    });
   }
 
   /** Takes the lease, joins what runs, and keeps doing so every `pollMs`. */
@@ -172,6 +227,9 @@ export class ClusterNode {
     // slow database) must never let a live server's lease run out and get it taken over.
     this.#heartbeatTimer = setInterval(() => this.#renew(), this.#beatMs);
     this.#heartbeatTimer.unref();
+    // Listening before the first pass: an execution created meanwhile is either seen by the pass or
+    // announced afterwards.
+    await this.#options.changes?.start(() => this.wake());
     await this.#run();
     this.#timer = setInterval(() => void this.#run(), this.#pollMs);
     this.#timer.unref();
@@ -183,6 +241,11 @@ export class ClusterNode {
     this.#stopped = true;
     clearInterval(this.#timer);
     clearInterval(this.#heartbeatTimer);
+    await this.#options.changes
+      ?.stop()
+      .catch((error: Error) =>
+        this.#services.logger.warn("could not stop listening for cluster changes", { error: error.message }),
+      );
     await this.#tick?.catch(() => undefined);
     await this.#beat;
     await this.#options.store
@@ -201,11 +264,18 @@ export class ClusterNode {
   #run(): Promise<void> {
     if (this.#stopped || this.#tick !== undefined) return this.#tick ?? Promise.resolve();
     this.#tick = this.#once()
-      .catch((error: Error) =>
-        this.#services.logger.warn("cluster poll failed; trying again", { error: error.message }),
+      .then(
+        () => true,
+        (error: Error) => {
+          this.#services.logger.warn("cluster poll failed; trying again", { error: error.message });
+          return false;
+        },
       )
-      .finally(() => {
+      .then((succeeded) => {
         this.#tick = undefined;
+        // Announced while the pass ran, maybe after it read the executions: one more pass. After a
+        // failure the next timer tick tries again instead (no loop on a database that is down).
+        if (succeeded && this.#discoveryDue && !this.#stopped) this.wake();
       });
     return this.#tick;
   }
@@ -229,6 +299,22 @@ export class ClusterNode {
     const { store } = this.#options;
     const { manager, service, logger, executions } = this.#services;
     const dead = await store.claimExpiredNodes();
+    // A server that missed two heartbeats is likely dead: the quiet its executions keep from now on
+    // counts towards the settle time, so a takeover at its lease expiry need not wait it out again.
+    const silent = (await store.silentNodes?.(2 * this.#beatMs))?.filter((n) => n !== this.nodeId) ?? [];
+    // The leases are checked every pass; the running executions only when something may have
+    // changed: a change announced, a takeover under way or near, or the discovery interval gone by.
+    const started = Date.now();
+    const due =
+      this.#discoveryDue ||
+      dead.length > 0 ||
+      silent.length > 0 ||
+      this.#watch.size > 0 ||
+      // Half a poll of slack: the timer's passes land on the interval give or take a millisecond.
+      started - this.#discoveredAt + this.#pollMs / 2 >= this.#discoveryMs;
+    if (!due) return;
+    this.#discoveryDue = false;
+    this.#discoveredAt = started;
     const owners = await store.runningExecutionOwners?.();
     const running = owners?.map((o) => o.id) ?? (await store.runningExecutionIds());
     for (const node of dead) {
@@ -240,6 +326,7 @@ export class ClusterNode {
       );
       const adopted = await store.adoptExecutions(node, this.nodeId);
       for (const id of adopted) this.#owned.add(id);
+      await this.#cleanUpEndedOf(node);
       logger.warn("took over after a server whose lease expired", {
         deadNode: node,
         adoptedExecutions: adopted.length,
@@ -252,9 +339,6 @@ export class ClusterNode {
         else watch.armed = true;
       }
     }
-    // A server that missed two heartbeats is likely dead: the quiet its executions keep from now on
-    // counts towards the settle time, so a takeover at its lease expiry need not wait it out again.
-    const silent = (await store.silentNodes?.(2 * this.#beatMs))?.filter((n) => n !== this.nodeId) ?? [];
     if (silent.length > 0) {
       for (const id of running)
         if (!this.#watch.has(id)) this.#watch.set(id, { armed: false, quiet: undefined, timer: undefined });
@@ -319,6 +403,31 @@ export class ClusterNode {
       }
     };
     await Promise.all(Array.from({ length: Math.min(LOOKS_AT_ONCE, watched.length) }, next));
+  }
+
+  /**
+   * Cleans the queues of the executions a dead server owned that ended since it died: the live
+   * servers that ended them left the queues to their owner. The window reaches back past the death
+   * (at most a lease before the expiry, which this claim follows); re-cleaning what the dead server
+   * cleaned itself finds nothing to delete.
+   */
+  async #cleanUpEndedOf(deadNode: string): Promise<void> {
+    const { cleanUpQueues } = this.#options;
+    const { store } = this.#options;
+    if (cleanUpQueues === undefined || store.endedExecutionsOwnedBy === undefined) return;
+    const { executions, logger } = this.#services;
+    try {
+      const ended = await store.endedExecutionsOwnedBy(deadNode, 2 * this.#leaseMs + this.#discoveryMs);
+      for (const id of ended) {
+        const record = await executions.getExecution(id);
+        if (record !== undefined) await cleanUpQueues(record);
+      }
+    } catch (error) {
+      logger.warn("could not clean the queues of executions a dead server owned", {
+        deadNode,
+        error: (error as Error).message,
+      });
+    }
   }
 
   #unwatch(executionId: string): void {

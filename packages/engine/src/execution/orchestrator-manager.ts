@@ -192,7 +192,9 @@ export class OrchestratorManager {
       }
       const onEnded = hooks?.onExecutionEnded;
       if (onEnded !== undefined)
-        await callHook(logger, "onExecutionEnded", record.id, () => onEnded(record, end));
+        await callHook(logger, "onExecutionEnded", record.id, () =>
+          onEnded(record, end, { owner: orchestrator.owner }),
+        );
     });
     this.#ending.add(ended);
     void ended.finally(() => this.#ending.delete(ended));

@@ -418,6 +418,14 @@ export class PipelineOrchestrator {
   }
 
   /**
+   * True when this process owns the execution: it started it (create, replay, resume), or it joined
+   * it and `own` was called since. The owner cleans the execution's queues when it ends.
+   */
+  get owner(): boolean {
+    return this.#options.participant !== true || this.#owned;
+  }
+
+  /**
    * This server owns the execution it joined (it took it over): its completion gate polls from now
    * on whether or not work is held here, as the creator's does. Idempotent.
    */
