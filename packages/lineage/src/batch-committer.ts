@@ -147,9 +147,21 @@ export class BatchCommitter {
       error: errorText(cause),
     });
     let whole = true;
+    // Folded adapter rows go as rows of their own here, so a row refused (or stored escaped) is
+    // the row that holds the bad value, and each keeps its own `sanitised` list.
+    const rowsAlone: PendingRow[] = [];
+    const updatesAlone: PendingUpdate[] = [];
+    for (const row of inserts) {
+      rowsAlone.push(row.invocations === null ? row : { ...row, invocations: null });
+      if (row.invocations !== null) rowsAlone.push(...row.invocations);
+    }
+    for (const up of updates) {
+      updatesAlone.push(up.invocations === null ? up : { ...up, invocations: null });
+      if (up.invocations !== null) rowsAlone.push(...up.invocations);
+    }
     for (const [rows, ups] of [
-      ...inserts.map((row) => [[row], []] as const),
-      ...updates.map((up) => [[], [up]] as const),
+      ...rowsAlone.map((row) => [[row], []] as const),
+      ...updatesAlone.map((up) => [[], [up]] as const),
     ]) {
       try {
         try {
