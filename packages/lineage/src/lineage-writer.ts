@@ -155,13 +155,13 @@ export class LineageWriter {
     this.#bulk = new BatchCommitter(runner, logger, policy, this.#counters);
     this.#lane = new BatchCommitter(laneRunner, logger, policy, this.#counters);
     this.#hold = new OpenRowHold(options.holdOpenMs ?? HOLD_OPEN_MS, (rows) => {
-      for (const row of rows) this.#inserts.set(row.id, row);
+      for (const row of rows) this.#queueInsert(row);
       this.#schedule();
     });
     this.#parked = new OpenRowHold(options.holdOpenMs ?? HOLD_OPEN_MS, (rows) => {
       for (const row of rows) {
         this.#forgetParked(row);
-        this.#inserts.set(row.id, row);
+        this.#queueInsert(row);
       }
       this.#schedule();
     });
@@ -199,6 +199,11 @@ export class LineageWriter {
       );
       this.#inserts.delete(row.id);
       this.#updates.delete(row.id);
+      // Its parent row goes in the same commit: a stored row's parent is stored (see #queueInsert).
+      const parents: PendingRow[] = [];
+      for (let p = this.#parkedParentOf(fresh); p !== undefined; p = this.#parkedParentOf(p))
+        parents.unshift(p);
+      for (const parent of parents) this.#laneRows.set(parent.id, parent);
       this.#laneRows.set(row.id, fresh);
       this.#rememberMessage(fresh);
     }
@@ -273,9 +278,10 @@ export class LineageWriter {
   /** Queues every held row as it stands (open), and every parked adapter row as a row of its own. */
   #releaseHeld(): void {
     if (this.#hold.size + this.#parked.size === 0) return;
-    for (const row of this.#hold.drain()) this.#inserts.set(row.id, row);
+    // Parked rows first: a held row's parent may be among them.
     for (const row of this.#parked.drain()) this.#inserts.set(row.id, row);
     this.#parkedByMessage.clear();
+    for (const row of this.#hold.drain()) this.#inserts.set(row.id, row);
     this.#schedule();
   }
 
@@ -347,8 +353,26 @@ export class LineageWriter {
     }
     keepFurthest(row, queued);
     this.#updates.delete(id);
-    this.#inserts.set(id, row);
+    this.#queueInsert(row);
     this.#schedule();
+  }
+
+  /**
+   * Queues a row as an insert, after its parent row when that one is parked: a row is never stored
+   * before its parent (a child message row's delivery can end, and commit, before the delivery that
+   * published it updates its own message row, which would carry the parked parent). Batches take the
+   * queue from the front, so the parent commits first or in the same batch.
+   */
+  #queueInsert(row: PendingRow): void {
+    const parent = this.#parkedParentOf(row);
+    if (parent !== undefined) this.#queueInsert(parent);
+    this.#inserts.set(row.id, row);
+  }
+
+  /** The row's parent taken out of the parked rows, or undefined when it is not parked. */
+  #parkedParentOf(row: PendingRow): PendingRow | undefined {
+    if (row.parent_id === null || this.#parked.size === 0) return undefined;
+    return this.#unpark(row.parent_id);
   }
 
   /**
@@ -361,7 +385,7 @@ export class LineageWriter {
       this.#park(row);
       return;
     }
-    this.#inserts.set(row.id, row);
+    this.#queueInsert(row);
     this.#schedule();
   }
 
@@ -431,7 +455,7 @@ export class LineageWriter {
     if (settled && key !== undefined) this.#messageKeys.delete(messageId);
     const held = this.#hold.get(messageId);
     if (held !== undefined && status === "pending" && held.invocations !== null) {
-      for (const row of held.invocations) this.#inserts.set(row.id, row);
+      for (const row of held.invocations) this.#queueInsert(row);
       held.invocations = null;
       this.#schedule();
     }
@@ -467,7 +491,7 @@ export class LineageWriter {
         if (target.invocations === null) target.invocations = [row];
         else target.invocations.push(row);
       } else {
-        this.#inserts.set(row.id, row);
+        this.#queueInsert(row);
         alone = true;
       }
     }
@@ -499,7 +523,7 @@ export class LineageWriter {
       if (isOpenStatus(parked.status)) {
         // Open again: no longer a settled row to fold.
         this.#unpark(id);
-        this.#inserts.set(id, parked);
+        this.#queueInsert(parked);
         this.#schedule();
       }
       return;

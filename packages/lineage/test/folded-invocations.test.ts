@@ -189,17 +189,44 @@ describe.each(dialects)("adapter rows folded into their message row on $dialect"
     }
     await twin.store.flushSettled();
 
+    // The children's parent row, and its own parent, went with them in their registration's
+    // commit (a stored row's parent is stored); the children's own adapter rows travelled in their
+    // message rows' UPDATE.
     const stored = await tableRows(exec);
-    expect(stored.map((r) => [r.kind, r.invocations?.length ?? 0])).toEqual([
-      ["message", 2],
-      ["message", 1],
-      ["message", 1],
+    expect(stored.map((r) => `${r.kind} ${r.invocations?.length ?? 0}`).sort()).toEqual([
+      "adapter 0",
+      "adapter 0",
+      "message 0",
+      "message 1",
+      "message 1",
     ]);
     await twin.expectSameReads(
       exec,
       [root.message.id, ...children.map((c) => c.message.id)],
       ["parse", "enrich"],
     );
+    await twin.store.close();
+  });
+
+  it("stores a parked parent row before a child message row that settles first", async () => {
+    const twin = new Twin(storeOf());
+    const exec = uuidv7();
+    const root = hop(exec, "parse", 1);
+    twin.record(root.message);
+    runAdapters(twin, root);
+    const child = hop(exec, "enrich", 1, { row: root.adapters[0] as LineageRow, messageId: root.message.id });
+    twin.record(child.message);
+    // The child's delivery ends (and commits) while the root's publisher still waits for its confirm.
+    runAdapters(twin, child);
+    twin.update(child.message.id, { status: "completed", finishedAt: now(9), attempt: 1 });
+    await twin.store.flushSettled();
+    const stored = await tableRows(exec);
+    expect(stored.map((r) => r.id).sort()).toEqual(
+      [(root.adapters[0] as LineageRow).id, child.message.id].sort(),
+    );
+    twin.update(root.message.id, { status: "completed", finishedAt: now(9), attempt: 1 });
+    await twin.store.flushSettled();
+    await twin.expectSameReads(exec, [root.message.id, child.message.id], ["parse", "enrich"]);
     await twin.store.close();
   });
 
