@@ -459,6 +459,9 @@ export class LineageWriter {
       held.invocations = null;
       this.#schedule();
     }
+    // A held message row is open (its settling update queued it): the rows stay parked for its
+    // next write, unless the delivery ended with it open (`pending`), which needs them durable now.
+    if (held !== undefined && status !== "pending") return;
     const ids = this.#parkedByMessage.get(messageId);
     if (ids === undefined) return;
     this.#parkedByMessage.delete(messageId);
@@ -470,24 +473,31 @@ export class LineageWriter {
     if (rows.length === 0) return;
     let target: PendingRow | PendingUpdate | undefined;
     let targetKey: string | undefined;
-    if (held !== undefined) {
-      if (status !== "pending") {
-        target = held;
-        targetKey = messageKeyOf(held);
-      }
-    } else {
-      const queued = this.#laneRows.get(messageId) ?? this.#inserts.get(messageId);
-      if (queued !== undefined) {
-        target = queued;
-        targetKey = messageKeyOf(queued);
-      } else if (key !== undefined) {
-        target = this.#updates.get(messageId);
-        targetKey = key;
+    // Ahead of any child row queued later in the same queue (and in the same COPY when in one
+    // batch): a bulk insert may carry a parent row. A pending-lane insert or an UPDATE commits apart
+    // from the bulk inserts, so one carries no row a held row names as parent (that one is queued
+    // on its own now, ahead of its child).
+    let carriesParents = false;
+    if (held === undefined) {
+      const inserted = this.#inserts.get(messageId);
+      if (inserted !== undefined) {
+        target = inserted;
+        targetKey = messageKeyOf(inserted);
+        carriesParents = true;
+      } else {
+        const laneRow = this.#laneRows.get(messageId);
+        target = laneRow ?? (key === undefined ? undefined : this.#updates.get(messageId));
+        targetKey = laneRow === undefined ? key : messageKeyOf(laneRow);
       }
     }
     let alone = false;
     for (const row of rows) {
-      if (target !== undefined && targetKey !== undefined && foldKey(row) === targetKey) {
+      if (
+        target !== undefined &&
+        targetKey !== undefined &&
+        foldKey(row) === targetKey &&
+        (carriesParents || !this.#hold.holdsChildOf(row.id))
+      ) {
         if (target.invocations === null) target.invocations = [row];
         else target.invocations.push(row);
       } else {

@@ -208,6 +208,28 @@ describe.each(dialects)("adapter rows folded into their message row on $dialect"
     await twin.store.close();
   });
 
+  it("keeps a parent of held rows out of an UPDATE, which commits apart from their inserts", async () => {
+    const twin = new Twin(storeOf());
+    const exec = uuidv7();
+    const root = hop(exec, "parse", 2);
+    await twin.registerPending([root.message]);
+    runAdapters(twin, root);
+    const parent = root.adapters[1] as LineageRow;
+    const child = hop(exec, "enrich", 1, { row: parent, messageId: root.message.id });
+    twin.record(child.message);
+    twin.update(root.message.id, { status: "completed", finishedAt: now(9), attempt: 1 });
+    await twin.store.flushSettled();
+    const stored = await tableRows(exec);
+    expect(
+      stored.map((r) => `${r.id === parent.id ? "parent" : r.kind} ${r.invocations?.length ?? 0}`).sort(),
+    ).toEqual(["message 1", "parent 0"]);
+    runAdapters(twin, child);
+    twin.update(child.message.id, { status: "completed", finishedAt: now(9), attempt: 1 });
+    await twin.store.flushSettled();
+    await twin.expectSameReads(exec, [root.message.id, child.message.id], ["parse", "enrich"]);
+    await twin.store.close();
+  });
+
   it("stores a parked parent row before a child message row that settles first", async () => {
     const twin = new Twin(storeOf());
     const exec = uuidv7();
