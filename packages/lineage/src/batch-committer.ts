@@ -147,23 +147,40 @@ export class BatchCommitter {
       error: errorText(cause),
     });
     let whole = true;
-    for (const [rows, ups] of [
-      ...inserts.map((row) => [[row], []] as const),
-      ...updates.map((up) => [[], [up]] as const),
-    ]) {
+    const queue: ([PendingRow] | [undefined, PendingUpdate])[] = [
+      ...inserts.map((row) => [row] as [PendingRow]),
+      ...updates.map((up) => [undefined, up] as [undefined, PendingUpdate]),
+    ];
+    for (let i = 0; i < queue.length; i++) {
+      const [row, up] = queue[i] as [PendingRow | undefined, PendingUpdate | undefined];
       try {
         try {
-          await this.#execute([...rows], [...ups]);
+          await this.#execute(row === undefined ? [] : [row], up === undefined ? [] : [up]);
         } catch (error) {
+          if (!isDataError(error)) throw error;
+          // Refused with adapter rows folded in: the write goes again without them, and each of
+          // them as a row of its own, so what is refused (or stored escaped) is the row that holds
+          // the bad value, with its own `sanitised` list. Tried whole first: an update may have
+          // committed beside the insert that failed, and adding its folded rows again is a no-op.
+          const folded = row?.invocations ?? up?.invocations ?? null;
+          if (folded !== null) {
+            queue.push(
+              row === undefined
+                ? [undefined, { ...(up as PendingUpdate), invocations: null }]
+                : [{ ...row, invocations: null }],
+              ...folded.map((r) => [r] as [PendingRow]),
+            );
+            continue;
+          }
           // A NUL character, which text and jsonb cannot hold: stored escaped rather than lost.
-          if (!isDataError(error) || !(await this.#writeSanitised(rows[0], ups[0]))) throw error;
+          if (!(await this.#writeSanitised(row, up))) throw error;
         }
         this.#counters.written++;
       } catch (error) {
         whole = false;
         this.#counters.lost++;
         this.#log.error("lineage write rejected; lost", {
-          id: rows[0]?.id ?? ups[0]?.id,
+          id: row?.id ?? up?.id,
           error: errorText(error),
           lost: this.#counters.lost,
         });

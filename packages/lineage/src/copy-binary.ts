@@ -1,4 +1,4 @@
-import type { PendingRow } from "./lineage-sql.js";
+import { invocationsJson, type PendingRow } from "./lineage-sql.js";
 
 /** The columns {@link copyRowsBinary} writes, in its order. */
 const COLUMNS = [
@@ -19,6 +19,8 @@ const COLUMNS = [
   "error",
   "started_at",
   "finished_at",
+  "parent_message_id",
+  "invocations",
 ] as const satisfies readonly (keyof PendingRow)[];
 
 /**
@@ -45,6 +47,7 @@ export function copyRowsBinary(rows: readonly PendingRow[]): Uint8Array {
     const payload = jsonText(row.payload);
     const outputKeys = jsonText(row.output_keys);
     const error = jsonText(row.error);
+    const invocations = row.invocations === null ? null : jsonText(invocationsJson(row.invocations));
     // UTF-8 takes at most 3 bytes per UTF-16 unit.
     const bound =
       ROW_FIXED_BYTES +
@@ -58,7 +61,9 @@ export function copyRowsBinary(rows: readonly PendingRow[]): Uint8Array {
           (row.input_hash?.length ?? 0) +
           (payload?.length ?? 0) +
           (outputKeys?.length ?? 0) +
-          (error?.length ?? 0));
+          (error?.length ?? 0) +
+          (row.parent_message_id?.length ?? 0) +
+          (invocations?.length ?? 0));
     if (at + bound + 2 > out.length) {
       const grown = Buffer.alloc(Math.max(out.length * 2, at + bound + 2));
       out.copy(grown, 0, 0, at);
@@ -82,6 +87,8 @@ export function copyRowsBinary(rows: readonly PendingRow[]): Uint8Array {
     at = json(out, at, error);
     at = timestamp(out, at, row.started_at);
     at = timestamp(out, at, row.finished_at);
+    at = text(out, at, row.parent_message_id);
+    at = json(out, at, invocations);
   }
   at = out.writeInt16BE(-1, at);
   return out.subarray(0, at);
@@ -92,8 +99,8 @@ const HEADER = Buffer.from([
   0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0,
 ]);
 const FIELDS = COLUMNS.length;
-/** Field count, 17 lengths, 3 UUIDs, 2 integers, 2 timestamps, 3 JSON version bytes. */
-const ROW_FIXED_BYTES = 2 + FIELDS * 4 + 3 * 16 + 2 * 4 + 2 * 8 + 3;
+/** Field count, a length per field, 3 UUIDs, 2 integers, 2 timestamps, 4 JSON version bytes. */
+const ROW_FIXED_BYTES = 2 + FIELDS * 4 + 3 * 16 + 2 * 4 + 2 * 8 + 4;
 /** 2000-01-01T00:00:00Z, PostgreSQL's timestamp epoch, in Unix milliseconds. */
 const PG_EPOCH_MS = 946_684_800_000;
 const NULL_LENGTH = -1;

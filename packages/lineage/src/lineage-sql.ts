@@ -19,6 +19,13 @@ export interface PendingRow {
   error: LineageErrorInfo | null;
   started_at: string;
   finished_at: string | null;
+  /** Message rows: the message whose adapter row `parent_id` names (the tree's walk up). */
+  parent_message_id: string | null;
+  /**
+   * Message rows: settled adapter rows of this message written inside it (column `invocations`)
+   * instead of as rows of their own. Null when there are none.
+   */
+  invocations: PendingRow[] | null;
 }
 
 /** A queued change to a row written in an earlier batch (null = keep the stored value). */
@@ -29,6 +36,8 @@ export interface PendingUpdate {
   error: LineageErrorInfo | null;
   finished_at: string | null;
   attempt: number | null;
+  /** Settled adapter rows to add to the row's `invocations` (merged by id with the stored ones). */
+  invocations: PendingRow[] | null;
 }
 
 export function toPendingRow(row: LineageRow): PendingRow {
@@ -50,7 +59,31 @@ export function toPendingRow(row: LineageRow): PendingRow {
     error: row.error ?? null,
     started_at: row.startedAt,
     finished_at: row.finishedAt ?? null,
+    parent_message_id: row.parentMessageId ?? null,
+    invocations: null,
   };
+}
+
+/**
+ * The stored form of folded adapter rows: one object per row with the columns an adapter row has of
+ * its own (the message row supplies execution_id, route, message_id and correlation_id), absent
+ * values left out. The `lineage_rows` view reads them back as rows.
+ */
+export function invocationsJson(rows: readonly PendingRow[]): Record<string, unknown>[] {
+  return rows.map((r) => {
+    const o: Record<string, unknown> = { id: r.id };
+    if (r.adapter !== null) o.adapter = r.adapter;
+    if (r.adapter_index !== null) o.adapter_index = r.adapter_index;
+    if (r.parent_id !== null) o.parent_id = r.parent_id;
+    o.attempt = r.attempt;
+    o.status = r.status;
+    if (r.input_hash !== null) o.input_hash = r.input_hash;
+    if (r.output_keys !== null) o.output_keys = r.output_keys;
+    if (r.error !== null) o.error = r.error;
+    o.started_at = r.started_at;
+    if (r.finished_at !== null) o.finished_at = r.finished_at;
+    return o;
+  });
 }
 
 /**
@@ -86,6 +119,8 @@ const INSERT_COLUMNS = [
   ["error", "json"],
   ["started_at", "timestamptz"],
   ["finished_at", "timestamptz"],
+  ["parent_message_id", "text"],
+  ["invocations", "json"],
 ] as const satisfies readonly (readonly [keyof PendingRow, string])[];
 
 const UPDATE_COLUMNS = [
@@ -95,6 +130,7 @@ const UPDATE_COLUMNS = [
   ["error", "json"],
   ["finished_at", "timestamptz"],
   ["attempt", "integer"],
+  ["invocations", "json"],
 ] as const satisfies readonly (readonly [keyof PendingUpdate, string])[];
 
 /** `unnest($1::uuid[], $2::text[], …) as alias(col, …)` over `columns`, parameters from `$1`. */
@@ -119,20 +155,35 @@ select ${selectOf(columns, "r")}
 from ${unnestOf(columns, "r")}`;
 }
 
-/** The plain insert of `columns` as an upsert that never takes a stored row back (see statusRank). */
+/**
+ * The plain insert of `columns` as an upsert that never takes a stored row back (see statusRank).
+ * Folded adapter rows are never dropped: a row that is not further along still adds its
+ * `invocations` to the stored ones (merged by id, so a batch sent twice adds nothing).
+ */
 function upsertSql(columns: readonly (readonly [string, string])[]): string {
+  const ahead = `(excluded.attempt, ${statusRank("excluded.status")}) >= (lineage.attempt, ${statusRank("lineage.status")})`;
   const set = columns
     .filter(([name]) => name !== "id" && name !== "execution_id")
-    .map(([name]) => `${name} = excluded.${name}`)
+    .map(([name]) => {
+      if (name === "invocations")
+        return "invocations = factflow_merge_invocations(lineage.invocations, excluded.invocations)";
+      if (name === "parent_message_id")
+        return `parent_message_id = coalesce(excluded.parent_message_id, lineage.parent_message_id)`;
+      return `${name} = case when ${ahead} then excluded.${name} else lineage.${name} end`;
+    })
     .join(", ");
   return `${plainInsertSql(columns)}
 on conflict (id) do update set ${set}
-where (excluded.attempt, ${statusRank("excluded.status")}) >= (lineage.attempt, ${statusRank("lineage.status")})`;
+where ${ahead} or excluded.invocations is not null`;
 }
 
 const PLAIN_INSERT_SQL = plainInsertSql(INSERT_COLUMNS);
 
 const INSERT_SQL = upsertSql(INSERT_COLUMNS);
+
+/** An update's folded adapter rows join the stored ones (the function only runs when it carries some). */
+const MERGE_INVOCATIONS = `invocations = case when u.invocations is null then l.invocations
+    else factflow_merge_invocations(l.invocations, u.invocations::jsonb) end`;
 
 // Each queued update finds its row through the primary key, whatever the sizes of the batch and the
 // table. Joined on `l.id = u.id`, a batch of more than about a thousand updates is planned as a hash
@@ -145,7 +196,8 @@ const INSERT_SQL = upsertSql(INSERT_COLUMNS);
 // PostgreSQL compile each batch with JIT, 130–210 ms). test/update-plan.integration.test.ts pins it.
 const UPDATE_SQL = `update lineage as l set status = u.status,
   output_keys = coalesce(u.output_keys::jsonb, l.output_keys), error = coalesce(u.error::jsonb, l.error),
-  finished_at = coalesce(u.finished_at, l.finished_at), attempt = coalesce(u.attempt, l.attempt)
+  finished_at = coalesce(u.finished_at, l.finished_at), attempt = coalesce(u.attempt, l.attempt),
+  ${MERGE_INVOCATIONS}
 from ${unnestOf(UPDATE_COLUMNS, "u")}
 where l.id = any(array[u.id])`;
 
@@ -168,7 +220,12 @@ function columnArrays<T>(items: readonly T[], columns: readonly (readonly [keyof
       if (i > 0) literal += ",";
       const value = (items[i] as T)[name];
       if (value === null || value === undefined) literal += "NULL";
-      else literal += quoteElement(type === "json" ? JSON.stringify(value) : String(value));
+      else
+        literal += quoteElement(
+          type !== "json"
+            ? String(value)
+            : JSON.stringify(name === "invocations" ? invocationsJson(value as PendingRow[]) : value),
+        );
     }
     return `${literal}}`;
   });
@@ -220,6 +277,7 @@ const SANITISED_UPDATE_COLUMNS = [...UPDATE_COLUMNS, ["sanitised", "json"]] as c
 const SANITISED_UPDATE_SQL = `update lineage as l set status = u.status,
   output_keys = coalesce(u.output_keys::jsonb, l.output_keys), error = coalesce(u.error::jsonb, l.error),
   finished_at = coalesce(u.finished_at, l.finished_at), attempt = coalesce(u.attempt, l.attempt),
+  ${MERGE_INVOCATIONS},
   sanitised = coalesce(l.sanitised, '[]'::jsonb) || u.sanitised::jsonb
 from ${unnestOf(SANITISED_UPDATE_COLUMNS, "u")}
 where l.id = any(array[u.id])`;

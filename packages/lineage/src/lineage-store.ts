@@ -11,6 +11,9 @@ import type {
   RouteStatusCount,
 } from "@factflow/protocols";
 import { OPEN_LINEAGE_STATUSES } from "@factflow/protocols";
+
+const OPEN_STATUSES: ReadonlySet<string> = new Set(OPEN_LINEAGE_STATUSES);
+
 import { type Kysely, sql } from "kysely";
 import { assertUuid, pageOf } from "./ids.js";
 import { fromStoredRow, type StoredLineageRow } from "./lineage-rows.js";
@@ -86,6 +89,8 @@ export class LineageStore implements LineageProtocol {
     // delays the verdict to the next check; none is missed).
     const held = this.#writer.heldOpen(executionId);
     await this.#writer.flushQueued();
+    // The table, not lineage_rows: a folded adapter row is always settled (docs/lineage.md), so
+    // only rows of their own can be open, and lineage_open_idx holds them all.
     const result = await this.#db
       .selectFrom("lineage")
       .select(sql<number>`count(*)::int`.as("n"))
@@ -107,7 +112,13 @@ export class LineageStore implements LineageProtocol {
     if (query.status !== undefined && !STATUSES.has(query.status)) {
       invalid(`lineage status ${JSON.stringify(query.status)} is unknown`);
     }
-    let base = this.#db.selectFrom("lineage").where("execution_id", "=", executionId);
+    // Folded adapter rows are settled adapter rows: a page of message rows or of open rows reads the
+    // table alone (lineage_open_idx serves no union).
+    const tableOnly =
+      query.kind === "message" || (query.status !== undefined && OPEN_STATUSES.has(query.status));
+    let base = this.#db
+      .selectFrom(tableOnly ? "lineage" : "lineage_rows")
+      .where("execution_id", "=", executionId);
     if (query.status !== undefined) base = base.where("status", "=", query.status);
     if (query.route !== undefined) base = base.where("route", "=", query.route);
     if (query.kind !== undefined) base = base.where("kind", "=", query.kind);
@@ -121,7 +132,7 @@ export class LineageStore implements LineageProtocol {
   async countsByRoute(executionId: string): Promise<readonly RouteStatusCount[]> {
     assertUuid(executionId, "execution id");
     const rows = await this.#db
-      .selectFrom("lineage")
+      .selectFrom("lineage_rows")
       .select(["route", "kind", "status", sql<number>`count(*)::int`.as("count")])
       .where("execution_id", "=", executionId)
       .groupBy(["route", "kind", "status"])
@@ -138,26 +149,34 @@ export class LineageStore implements LineageProtocol {
     assertUuid(executionId, "execution id");
     checkMessageId(messageId);
     const limit = treeLimitOf(query);
-    // Up: from each row reached, its parent, and the message rows of its message. A message row's
-    // parent is an adapter row of the message it came from, whose chain of parents ends at that
-    // message's first adapter row (no parent): only the message row leads further up, so the walk
-    // goes through it to the root. Each step is two index lookups in a lateral subquery, not one
-    // join on an OR: PGlite planned the OR as a scan per row. Every row of every message reached
-    // (this one's included) is in the tree, whatever the limit: a chain of ancestors is short.
+    // Up, from message to message: a message row's parent is an adapter row of the message it came
+    // from, which `parent_message_id` names (rows written before migration 0006 have none: their
+    // parent row is found by id; the last resort, a parent adapter row folded into its message row
+    // with no `parent_message_id` beside it, looks among the execution's folded rows). Every row of
+    // every message reached (this one's included) is in the tree, whatever the limit: a chain of
+    // ancestors is short. Each step is index lookups in a lateral subquery, not a join on an OR:
+    // PGlite planned the OR as a scan per row.
     const up = await sql<StoredLineageRow>`
       with recursive
-      up (id, parent_id, message_id) as (
-        select id, parent_id, message_id from lineage where execution_id = ${executionId} and message_id = ${messageId}
+      up (message_id) as (
+        select ${messageId}::text
         union
-        select n.id, n.parent_id, n.message_id from up cross join lateral (
-          select l.id, l.parent_id, l.message_id from lineage l where l.id = up.parent_id
-          union all
-          select m.id, m.parent_id, m.message_id from lineage m
-            where m.execution_id = ${executionId} and m.message_id = up.message_id and m.kind = 'message'
-        ) n
+        select p.message_id from up cross join lateral (
+          select coalesce(
+            m.parent_message_id,
+            (select a.message_id from lineage a where a.id = m.parent_id),
+            (select f.message_id from lineage f
+              where f.execution_id = ${executionId} and f.invocations is not null
+                and f.invocations @> jsonb_build_array(jsonb_build_object('id', m.parent_id::text))
+              limit 1)
+          ) as message_id
+          from lineage m
+          where m.execution_id = ${executionId} and m.message_id = up.message_id and m.kind = 'message'
+            and (m.parent_id is not null or m.parent_message_id is not null)
+        ) p where p.message_id is not null
       )
-      select l.* from (select distinct message_id from up) u cross join lateral (
-        select * from lineage where execution_id = ${executionId} and message_id = u.message_id
+      select l.* from up cross join lateral (
+        select * from lineage_rows where execution_id = ${executionId} and message_id = up.message_id
       ) l`.execute(this.#db);
     if (up.rows.length === 0) return { items: [], truncated: false };
     const tree = new Map(up.rows.map((r) => [r.id, r]));
@@ -178,7 +197,7 @@ export class LineageStore implements LineageProtocol {
       if (room === 0) return { items: ordered(tree), truncated: true };
       const rows = await sql<StoredLineageRow>`
         select l.* from unnest(${arrayLiteral(next)}::text[]) as m(id) cross join lateral (
-          select * from lineage where execution_id = ${executionId} and message_id = m.id limit ${room + 1}
+          select * from lineage_rows where execution_id = ${executionId} and message_id = m.id limit ${room + 1}
         ) l limit ${room + 1}`.execute(this.#db);
       for (const m of next) messages.add(m);
       level = [];

@@ -122,6 +122,19 @@ export class LineageWriter {
   #roomWaiters: RoomWaiter[] = [];
   /** Open rows recorded less than `holdOpenMs` ago, not queued yet (see {@link OpenRowHold}). */
   readonly #hold: OpenRowHold;
+  /**
+   * Settled adapter rows waiting for their message row's next write to travel inside it (see
+   * {@link #park}); one not taken within `holdOpenMs` is queued as a row of its own.
+   */
+  readonly #parked: OpenRowHold;
+  /** Ids of the parked adapter rows, by the id of their message row. */
+  readonly #parkedByMessage = new Map<string, string[]>();
+  /**
+   * What a parked adapter row must share with the message row it folds into (execution, route,
+   * correlation id), for message rows recorded here whose row has left the writer: their queued
+   * UPDATE can still carry the folded rows. Dropped once the row settles; bounded.
+   */
+  readonly #messageKeys = new Map<string, string>();
 
   constructor(runner: LineageSqlRunner, logger: Logger, options: LineageWriterOptions = {}) {
     this.#log = logger;
@@ -142,7 +155,14 @@ export class LineageWriter {
     this.#bulk = new BatchCommitter(runner, logger, policy, this.#counters);
     this.#lane = new BatchCommitter(laneRunner, logger, policy, this.#counters);
     this.#hold = new OpenRowHold(options.holdOpenMs ?? HOLD_OPEN_MS, (rows) => {
-      for (const row of rows) this.#inserts.set(row.id, row);
+      for (const row of rows) this.#queueInsert(row);
+      this.#schedule();
+    });
+    this.#parked = new OpenRowHold(options.holdOpenMs ?? HOLD_OPEN_MS, (rows) => {
+      for (const row of rows) {
+        this.#forgetParked(row);
+        this.#queueInsert(row);
+      }
       this.#schedule();
     });
   }
@@ -179,7 +199,13 @@ export class LineageWriter {
       );
       this.#inserts.delete(row.id);
       this.#updates.delete(row.id);
+      // Its parent row goes in the same commit: a stored row's parent is stored (see #queueInsert).
+      const parents: PendingRow[] = [];
+      for (let p = this.#parkedParentOf(fresh); p !== undefined; p = this.#parkedParentOf(p))
+        parents.unshift(p);
+      for (const parent of parents) this.#laneRows.set(parent.id, parent);
       this.#laneRows.set(row.id, fresh);
+      this.#rememberMessage(fresh);
     }
     const done = new Promise<void>((resolve) =>
       this.#laneWaiters.push({ inserts: this.#laneRows.size, updates: 0, resolve }),
@@ -249,9 +275,12 @@ export class LineageWriter {
     this.#closed = true;
   }
 
-  /** Queues every held row as it stands (open). */
+  /** Queues every held row as it stands (open), and every parked adapter row as a row of its own. */
   #releaseHeld(): void {
-    if (this.#hold.size === 0) return;
+    if (this.#hold.size + this.#parked.size === 0) return;
+    // Parked rows first: a held row's parent may be among them.
+    for (const row of this.#parked.drain()) this.#inserts.set(row.id, row);
+    this.#parkedByMessage.clear();
     for (const row of this.#hold.drain()) this.#inserts.set(row.id, row);
     this.#schedule();
   }
@@ -261,12 +290,13 @@ export class LineageWriter {
    * wait for their hop, not for the database, and none of them is written while held.
    */
   #backlog(): number {
-    return this.#queued() - this.#hold.size;
+    return this.#queued() - this.#hold.size - this.#parked.size;
   }
 
   #queued(): number {
     return (
       this.#hold.size +
+      this.#parked.size +
       this.#inserts.size +
       this.#updates.size +
       this.#inFlight.size +
@@ -289,6 +319,10 @@ export class LineageWriter {
       this.#defer(id, () => this.#queueRecord(row));
       return;
     }
+    if (row.kind === "message") this.#rememberMessage(row);
+    // Recorded again while parked: nothing of it is queued anywhere else.
+    const parked = this.#unpark(id);
+    if (parked !== undefined) keepFurthest(row, parked);
     const held = this.#hold.get(id);
     if (held !== undefined) {
       // Recorded again while held: the newer row replaces it (keeping a further status).
@@ -313,20 +347,174 @@ export class LineageWriter {
       this.#hold.add(row);
       return;
     }
+    if (queued === undefined && !this.#inFlight.has(id) && this.#foldable(row)) {
+      this.#park(row);
+      return;
+    }
     keepFurthest(row, queued);
     this.#updates.delete(id);
-    this.#inserts.set(id, row);
+    this.#queueInsert(row);
     this.#schedule();
   }
 
-  /** A held row that settled: out of the hold, into the bulk queue as one settled insert. */
+  /**
+   * Queues a row as an insert, after its parent row when that one is parked: a row is never stored
+   * before its parent (a child message row's delivery can end, and commit, before the delivery that
+   * published it updates its own message row, which would carry the parked parent). Batches take the
+   * queue from the front, so the parent commits first or in the same batch.
+   */
+  #queueInsert(row: PendingRow): void {
+    const parent = this.#parkedParentOf(row);
+    if (parent !== undefined) this.#queueInsert(parent);
+    this.#inserts.set(row.id, row);
+  }
+
+  /** The row's parent taken out of the parked rows, or undefined when it is not parked. */
+  #parkedParentOf(row: PendingRow): PendingRow | undefined {
+    if (row.parent_id === null || this.#parked.size === 0) return undefined;
+    return this.#unpark(row.parent_id);
+  }
+
+  /**
+   * A held row that settled: out of the hold, into the bulk queue as one settled insert (an adapter
+   * row: parked, to travel inside its message row).
+   */
   #settleHeld(row: PendingRow): void {
     this.#hold.take(row.id);
-    this.#inserts.set(row.id, row);
+    if (this.#foldable(row)) {
+      this.#park(row);
+      return;
+    }
+    this.#queueInsert(row);
     this.#schedule();
+  }
+
+  /**
+   * A settled adapter row that may travel inside its message row (whose id is the message id): the
+   * hold is on, and it carries nothing a folded row leaves out (a payload).
+   */
+  #foldable(row: PendingRow): boolean {
+    return (
+      row.kind === "adapter" &&
+      this.#hold.enabled &&
+      !isOpenStatus(row.status) &&
+      row.payload === null &&
+      row.invocations === null
+    );
+  }
+
+  /**
+   * Keeps a settled adapter row until the next write of its message row, which carries it (see
+   * {@link #attachParked}). The engine settles a message (updates its row) after every adapter row
+   * of the delivery settled, and the delivery's commit (`flushQueued`) comes after that update, so
+   * a parked row is queued by the time its delivery needs it durable.
+   */
+  #park(row: PendingRow): void {
+    this.#parked.add(row);
+    const ids = this.#parkedByMessage.get(row.message_id);
+    if (ids === undefined) this.#parkedByMessage.set(row.message_id, [row.id]);
+    else ids.push(row.id);
+  }
+
+  /** Takes a parked row back (it is written again or changed), or undefined when it is not parked. */
+  #unpark(id: string): PendingRow | undefined {
+    if (this.#parked.size === 0) return undefined;
+    const row = this.#parked.take(id);
+    if (row !== undefined) this.#forgetParked(row);
+    return row;
+  }
+
+  #forgetParked(row: PendingRow): void {
+    const ids = this.#parkedByMessage.get(row.message_id);
+    if (ids === undefined) return;
+    const at = ids.indexOf(row.id);
+    if (at >= 0) ids.splice(at, 1);
+    if (ids.length === 0) this.#parkedByMessage.delete(row.message_id);
+  }
+
+  /** Remembers what adapter rows folding into this message row must share with it. */
+  #rememberMessage(row: PendingRow): void {
+    if (!this.#hold.enabled || row.message_id !== row.id) return;
+    if (this.#messageKeys.size >= MAX_MESSAGE_KEYS) {
+      const oldest = this.#messageKeys.keys().next().value;
+      if (oldest !== undefined) this.#messageKeys.delete(oldest);
+    }
+    this.#messageKeys.set(row.id, foldKey(row));
+  }
+
+  /**
+   * After a write of message row `messageId` with status `status`: its parked adapter rows go inside
+   * the row's queued write (held, queued insert, or queued UPDATE); when there is none to carry them
+   * (the row is being written, or was written elsewhere), as rows of their own. A message row left
+   * open (`pending`) by its delivery's end stays held in memory only, so the rows folded into it
+   * go out on their own now: its delivery's commit must make them durable.
+   */
+  #attachParked(messageId: string, status: LineageStatus): void {
+    const settled = !isOpenStatus(status);
+    const key = this.#messageKeys.get(messageId);
+    if (settled && key !== undefined) this.#messageKeys.delete(messageId);
+    const held = this.#hold.get(messageId);
+    if (held !== undefined && status === "pending" && held.invocations !== null) {
+      for (const row of held.invocations) this.#queueInsert(row);
+      held.invocations = null;
+      this.#schedule();
+    }
+    // A held message row is open (its settling update queued it): the rows stay parked for its
+    // next write, unless the delivery ended with it open (`pending`), which needs them durable now.
+    if (held !== undefined && status !== "pending") return;
+    const ids = this.#parkedByMessage.get(messageId);
+    if (ids === undefined) return;
+    this.#parkedByMessage.delete(messageId);
+    const rows: PendingRow[] = [];
+    for (const id of ids) {
+      const row = this.#parked.take(id);
+      if (row !== undefined) rows.push(row);
+    }
+    if (rows.length === 0) return;
+    let target: PendingRow | PendingUpdate | undefined;
+    let targetKey: string | undefined;
+    // Ahead of any child row queued later in the same queue (and in the same COPY when in one
+    // batch): a bulk insert may carry a parent row. A pending-lane insert or an UPDATE commits apart
+    // from the bulk inserts, so one carries no row a held row names as parent (that one is queued
+    // on its own now, ahead of its child).
+    let carriesParents = false;
+    if (held === undefined) {
+      const inserted = this.#inserts.get(messageId);
+      if (inserted !== undefined) {
+        target = inserted;
+        targetKey = messageKeyOf(inserted);
+        carriesParents = true;
+      } else {
+        const laneRow = this.#laneRows.get(messageId);
+        target = laneRow ?? (key === undefined ? undefined : this.#updates.get(messageId));
+        targetKey = laneRow === undefined ? key : messageKeyOf(laneRow);
+      }
+    }
+    let alone = false;
+    for (const row of rows) {
+      if (
+        target !== undefined &&
+        targetKey !== undefined &&
+        foldKey(row) === targetKey &&
+        (carriesParents || !this.#hold.holdsChildOf(row.id))
+      ) {
+        if (target.invocations === null) target.invocations = [row];
+        else target.invocations.push(row);
+      } else {
+        this.#queueInsert(row);
+        alone = true;
+      }
+    }
+    if (alone) this.#schedule();
   }
 
   #queueUpdate(id: string, change: LineageUpdate, admitted: boolean): void {
+    this.#applyUpdate(id, change, admitted);
+    if (this.#parkedByMessage.size > 0 || this.#messageKeys.size > 0 || change.status === "pending")
+      this.#attachParked(id, change.status);
+  }
+
+  #applyUpdate(id: string, change: LineageUpdate, admitted: boolean): void {
     if (this.#laneInFlight.has(id)) {
       // The row may not be stored yet: an UPDATE now could match nothing and be lost.
       if (!admitted && !this.#admit(1)) return;
@@ -337,6 +525,17 @@ export class LineageWriter {
     if (held !== undefined) {
       applyChange(held, change);
       if (!isOpenStatus(held.status)) this.#settleHeld(held);
+      return;
+    }
+    const parked = this.#parked.size === 0 ? undefined : this.#parked.get(id);
+    if (parked !== undefined) {
+      applyChange(parked, change);
+      if (isOpenStatus(parked.status)) {
+        // Open again: no longer a settled row to fold.
+        this.#unpark(id);
+        this.#queueInsert(parked);
+        this.#schedule();
+      }
       return;
     }
     // Not yet sent: fold the change into the queued row, so pending→completed costs one write.
@@ -353,6 +552,7 @@ export class LineageWriter {
       error: change.error ?? null,
       finished_at: change.finishedAt ?? null,
       attempt: change.attempt ?? null,
+      invocations: null,
     });
     this.#schedule();
   }
@@ -600,6 +800,14 @@ const STATUS_RANK: Record<LineageStatus, number> = {
  */
 function keepFurthest(fresh: PendingRow, queued: PendingRow | PendingUpdate | undefined): void {
   if (queued === undefined) return;
+  // Adapter rows folded into the queued write travel on with the write that replaces it.
+  if (queued.invocations !== null && queued !== fresh) {
+    const ids = new Set(fresh.invocations?.map((r) => r.id));
+    const carried = queued.invocations.filter((r) => !ids.has(r.id));
+    fresh.invocations = fresh.invocations === null ? carried : [...fresh.invocations, ...carried];
+  }
+  if (fresh.parent_message_id === null && "parent_message_id" in queued)
+    fresh.parent_message_id = queued.parent_message_id;
   const queuedAttempt = queued.attempt ?? fresh.attempt;
   const ahead =
     queuedAttempt > fresh.attempt ||
@@ -620,6 +828,18 @@ const BULK_WIDTH = 2;
 const LANE_QUIET_MS = 250;
 /** Default `holdOpenMs` (see the option). */
 const HOLD_OPEN_MS = 250;
+/** Message rows whose fold key the writer remembers after they left it (see `#messageKeys`). */
+const MAX_MESSAGE_KEYS = 100_000;
+
+/** What an adapter row shares with the message row it folds into. */
+function foldKey(row: PendingRow): string {
+  return `${row.execution_id}\u0000${row.route}\u0000${row.correlation_id}\u0000${row.message_id}`;
+}
+
+/** The fold key of a message row, or undefined for a row adapter rows cannot fold into. */
+function messageKeyOf(row: PendingRow): string | undefined {
+  return row.kind === "message" && row.message_id === row.id ? foldKey(row) : undefined;
+}
 
 /** Up to `max` values from the front of `map`, stopping at the first key in `busy`. */
 function takeFront<V>(map: Map<string, V>, max: number, busy: ReadonlySet<string>): V[] {

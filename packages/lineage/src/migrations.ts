@@ -179,6 +179,61 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable("lineage").dropColumn("sanitised").execute();
     },
   },
+  // A hop's settled adapter rows travel inside its message row (`invocations`, an array of objects
+  // with an adapter row's own columns) instead of as rows of their own: one written row per hop.
+  // `lineage_rows` reads them back as rows, so every query sees the same rows in either layout;
+  // rows written before keep `invocations` null. `parent_message_id` takes the tree's walk up from a
+  // message row to the message it came from without finding its parent adapter row by id (a folded
+  // row has no index entry of its own).
+  "0006_folded_invocations": {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable("lineage").addColumn("parent_message_id", "text").execute();
+      await db.schema.alterTable("lineage").addColumn("invocations", "jsonb").execute();
+      // The folded rows of both, one per id: of two with the same id, the one of `added` when it is
+      // at least as far along by (attempt, status rank), as the upsert decides for a row of its own;
+      // so a batch sent again (its first attempt did commit) changes nothing. Stored rows keep their
+      // order, new ones follow in theirs.
+      await sql`create or replace function factflow_merge_invocations(stored jsonb, added jsonb)
+        returns jsonb language sql immutable as $$
+          select case
+            when added is null then stored
+            when stored is null then added
+            else (
+              select jsonb_agg(
+                case when a.value is not null and (s.value is null
+                  or ((a.value->>'attempt')::integer, case a.value->>'status' when 'pending' then 0
+                      when 'initiated' then 1 when 'processing' then 2 else 3 end)
+                    >= ((s.value->>'attempt')::integer, case s.value->>'status' when 'pending' then 0
+                      when 'initiated' then 1 when 'processing' then 2 else 3 end))
+                then a.value else s.value end
+                order by coalesce(s.ordinality, a.ordinality + 1000000000))
+              from jsonb_array_elements(stored) with ordinality as s(value, ordinality)
+              full join jsonb_array_elements(added) with ordinality as a(value, ordinality)
+                on s.value->>'id' = a.value->>'id'
+            )
+          end
+        $$`.execute(db);
+      await sql`create view lineage_rows as
+        select id, execution_id, kind, route, adapter, adapter_index, message_id, correlation_id,
+          parent_id, attempt, status, input_hash, payload, output_keys, error, started_at, finished_at,
+          sanitised
+        from lineage
+        union all
+        select (i.value->>'id')::uuid, l.execution_id, 'adapter'::text, l.route, i.value->>'adapter',
+          (i.value->>'adapter_index')::integer, l.message_id, l.correlation_id,
+          (i.value->>'parent_id')::uuid, (i.value->>'attempt')::integer, i.value->>'status',
+          i.value->>'input_hash', null::jsonb, i.value->'output_keys', i.value->'error',
+          (i.value->>'started_at')::timestamptz, (i.value->>'finished_at')::timestamptz, null::jsonb
+        from lineage l cross join lateral jsonb_array_elements(l.invocations) as i(value)
+        where l.invocations is not null`.execute(db);
+    },
+    async down(db: Kysely<unknown>) {
+      await sql`drop view if exists lineage_rows`.execute(db);
+      await sql`drop function if exists factflow_merge_invocations(jsonb, jsonb)`.execute(db);
+      await db.schema.alterTable("lineage").dropColumn("invocations").execute();
+      await db.schema.alterTable("lineage").dropColumn("parent_message_id").execute();
+    },
+  },
 };
 
 /** The package's migrations, in order. */

@@ -19,6 +19,7 @@ const TEXT_COLUMNS = [
   "correlation_id",
   "status",
   "input_hash",
+  "parent_message_id",
 ] as const satisfies readonly (keyof PendingRow)[];
 
 /** JSON columns of a row and of an update. */

@@ -26,6 +26,8 @@ export class OpenRowHold {
   readonly #holdMs: number;
   readonly #onRelease: (rows: PendingRow[]) => void;
   readonly #rows = new Map<string, Held>();
+  /** How many held rows name each parent id (see {@link holdsChildOf}). */
+  readonly #children = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(holdMs: number, onRelease: (rows: PendingRow[]) => void) {
@@ -48,6 +50,7 @@ export class OpenRowHold {
   /** Holds a new open row (its id must not be held already). */
   add(row: PendingRow): void {
     this.#rows.set(row.id, { row, at: performance.now() });
+    this.#count(row, 1);
     if (this.#timer === undefined) this.#arm(this.#holdMs);
   }
 
@@ -55,7 +58,11 @@ export class OpenRowHold {
   replace(row: PendingRow): void {
     const held = this.#rows.get(row.id);
     if (held === undefined) this.add(row);
-    else this.#rows.set(row.id, { row, at: held.at });
+    else {
+      this.#count(held.row, -1);
+      this.#rows.set(row.id, { row, at: held.at });
+      this.#count(row, 1);
+    }
   }
 
   /** Takes a row out of the hold (it settled, or another lane takes it over). */
@@ -63,6 +70,7 @@ export class OpenRowHold {
     const held = this.#rows.get(id);
     if (held === undefined) return undefined;
     this.#rows.delete(id);
+    this.#count(held.row, -1);
     if (this.#rows.size === 0) this.#disarm();
     return held.row;
   }
@@ -78,8 +86,23 @@ export class OpenRowHold {
   drain(): PendingRow[] {
     const rows = [...this.#rows.values()].map((h) => h.row);
     this.#rows.clear();
+    this.#children.clear();
     this.#disarm();
     return rows;
+  }
+
+  /** True while a held row names `id` as its parent. */
+  holdsChildOf(id: string): boolean {
+    return this.#children.has(id);
+  }
+
+  /** Keeps the count of held rows per parent id (a parent id is always set before it is counted). */
+  #count(row: PendingRow, delta: 1 | -1): void {
+    const parent = row.parent_id;
+    if (parent === null) return;
+    const n = (this.#children.get(parent) ?? 0) + delta;
+    if (n > 0) this.#children.set(parent, n);
+    else this.#children.delete(parent);
   }
 
   #arm(delayMs: number): void {
@@ -105,6 +128,7 @@ export class OpenRowHold {
       }
       due.push(held.row);
       this.#rows.delete(id);
+      this.#count(held.row, -1);
     }
     if (next !== undefined) this.#arm(next);
     if (due.length > 0) this.#onRelease(due);

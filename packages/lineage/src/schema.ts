@@ -67,13 +67,21 @@ export interface LineageTable {
   finished_at: Timestamp | null;
   /** Columns whose NUL characters were escaped to be stored (docs/lineage.md); null for most rows. */
   sanitised: Json<string[]> | null;
+  /** Message rows: the message whose adapter row `parent_id` names; null on older rows. */
+  parent_message_id: string | null;
+  /** Message rows: settled adapter rows folded into this one (docs/lineage.md); null for most. */
+  invocations: Json<unknown[]> | null;
 }
+
+/** The `lineage_rows` view: the table's rows and every folded adapter row as a row of its own. */
+export type LineageRowsView = Omit<LineageTable, "parent_message_id" | "invocations">;
 
 /** The kysely view of the database. */
 export interface LineageDatabaseSchema {
   pipeline_configs: PipelineConfigsTable;
   pipeline_executions: PipelineExecutionsTable;
   lineage: LineageTable;
+  lineage_rows: LineageRowsView;
   factflow_nodes: FactflowNodesTable;
   factflow_queue_definitions: FactflowQueueDefinitionsTable;
 }

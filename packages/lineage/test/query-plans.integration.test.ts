@@ -55,20 +55,23 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
   let store: LineageStore;
   const seen: CompiledQuery[] = [];
   const executionId = uuidv7();
-  const childMessage = `child-${uuidv7()}`;
-  const rootMessage = `root-${uuidv7()}`;
+  // Message ids that are the ids of their message rows, as the engine makes them, so that the
+  // writer folds each settled adapter row into its message row.
+  const childMessage = uuidv7();
+  const rootMessage = uuidv7();
 
   beforeAll(async () => {
     const created = await createTestDatabase("factflow_plans");
     dropDb = created.drop;
     db = await openLineageDatabase({ databaseUrl: created.url });
     // The target: a root message row, its adapter row, 100 children hanging off it (message row +
-    // adapter row each), the last child still open.
+    // adapter row each), the last child still open. Each message row is recorded open and settled
+    // after its adapter row, so the settled adapter rows are stored inside their message rows.
     const base = { executionId, correlationId: rootMessage, attempt: 1, startedAt: new Date().toISOString() };
-    const rootRow = uuidv7();
+    const rootRow = rootMessage;
     const splitRow = uuidv7();
     const rows: LineageRow[] = [
-      { ...base, id: rootRow, kind: "message", route: "ingest", messageId: rootMessage, status: "completed" },
+      { ...base, id: rootRow, kind: "message", route: "ingest", messageId: rootMessage, status: "pending" },
       {
         ...base,
         id: splitRow,
@@ -82,11 +85,20 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
       },
     ];
     for (let c = 0; c < 100; c++) {
-      const messageId = c === 50 ? childMessage : `child-${uuidv7()}`;
+      const messageId = c === 50 ? childMessage : uuidv7();
       const status = c === 99 ? "processing" : "completed";
-      const messageRow = uuidv7();
+      const messageRow = messageId;
       rows.push(
-        { ...base, id: messageRow, kind: "message", route: "chunk", messageId, parentId: splitRow, status },
+        {
+          ...base,
+          id: messageRow,
+          kind: "message",
+          route: "chunk",
+          messageId,
+          parentId: splitRow,
+          parentMessageId: rootMessage,
+          status: "pending",
+        },
         {
           ...base,
           id: uuidv7(),
@@ -101,6 +113,9 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
       );
     }
     for (const r of rows) db.lineage.record(r);
+    for (const r of rows)
+      if (r.kind === "message" && r.messageId !== rows[rows.length - 2]?.messageId)
+        db.lineage.update(r.id, { status: "completed", attempt: 1 });
     await db.lineage.flush();
 
     planner = await openAdminClient(created.url);
@@ -144,6 +159,15 @@ describe.skipIf(skip)("lineage query plans on PostgreSQL", () => {
     }
     return { result, scans };
   }
+
+  it("stores settled adapter rows inside their message rows", async () => {
+    const { rows } = await planner!.query(
+      "select count(*)::int as n, count(invocations)::int as folded from lineage where execution_id = $1",
+      [executionId],
+    );
+    // 101 message rows and the open child's adapter row; the other 100 adapter rows folded.
+    expect(rows[0]).toEqual({ n: 102, folded: 100 });
+  });
 
   it("counts the completion gate's open rows through lineage_open_idx", async () => {
     const { result, scans } = await plansOf(() => store.countOpen(executionId));

@@ -58,6 +58,7 @@ describe.each(dialects)("the writer's batched update on $dialect", ({ open }) =>
       output_keys: ["k"],
       error: null,
       finished_at: new Date().toISOString(),
+      invocations: null,
       attempt: 2,
     }));
 

@@ -51,6 +51,12 @@ export interface LineageRow {
   readonly correlationId: string;
   /** The row this one descends from (fan-out tree). */
   readonly parentId?: string;
+  /**
+   * Message rows: the message whose adapter row `parentId` names. Database stores keep it to walk
+   * the tree up without finding that adapter row by id (it may be stored inside its message's row);
+   * reads do not return it.
+   */
+  readonly parentMessageId?: string;
   readonly attempt: number;
   readonly status: LineageStatus;
   /** sha256 hex of the canonical JSON input. */

@@ -155,6 +155,9 @@ function outputRow(
     correlationId: batch.envelope.correlationId,
     payload: target.body,
     parentId: target.parentId,
+    // The adapter row `parentId` names belongs to the delivery being handled: the tree walks up
+    // through this, since that row may be stored inside its message's row.
+    parentMessageId: target.parentId === undefined ? undefined : batch.envelope.id,
   });
 }
 

@@ -15,6 +15,8 @@ export function messageRow(input: {
   correlationId: string;
   payload: JsonValue;
   parentId?: string | undefined;
+  /** The message whose delivery produced this one (the message of the adapter row `parentId`). */
+  parentMessageId?: string | undefined;
 }): LineageRow {
   const row: { -readonly [K in keyof LineageRow]: LineageRow[K] } = {
     id: input.messageId,
@@ -29,6 +31,7 @@ export function messageRow(input: {
     startedAt: nowIso(),
   };
   if (input.parentId !== undefined) row.parentId = input.parentId;
+  if (input.parentMessageId !== undefined) row.parentMessageId = input.parentMessageId;
   return row;
 }
 

@@ -80,6 +80,7 @@ async function restore(
     correlationId: envelope.correlationId,
     payload: envelope.body,
     parentId: parentMessageId,
+    parentMessageId,
   });
   try {
     lineage.record(delivery.attempt === 1 ? row : { ...row, attempt: delivery.attempt });
