@@ -11,7 +11,7 @@ export type { GroupedSubscription } from "./group-lanes.js";
 export { GROUP_LANE_WINDOW, groupedSubscription } from "./group-lanes.js";
 export type { GuardOptions, UnguardedProvider } from "./guard.js";
 export { guardProvider } from "./guard.js";
-export type { HandlerRunsOptions } from "./handler-runs.js";
+export type { HandlerRunsOptions, RunWatcher } from "./handler-runs.js";
 export { HandlerRuns, once } from "./handler-runs.js";
 export type { PreparedOutbound, PrepareOutboundOptions } from "./outbound.js";
 export {
