@@ -84,6 +84,39 @@ export async function carryOutVerdict<D>(
   else counters.superseded += 1;
 }
 
+/**
+ * {@link carryOutVerdict}, synchronously when it can be: a delivery the broker reissued, or an ack
+ * the port answers at once, is settled and reported before this returns (undefined). Otherwise the
+ * promise of {@link carryOutVerdict}. Throws what the port throws.
+ */
+export function carryOutVerdictNow<D>(
+  context: VerdictContext<D>,
+  delivery: D,
+  of: VerdictOf,
+): Promise<void> | undefined {
+  const { port, counters } = context;
+  const { verdict } = of;
+  if (!port.isCurrent(delivery)) {
+    if (verdict.kind !== "hand-back") counters.superseded += 1;
+    return undefined;
+  }
+  if (verdict.kind !== "ack") return carryOutVerdict(context, delivery, of);
+  const acked = port.ack(delivery);
+  if (typeof acked !== "boolean") return settleAck(context, of, acked);
+  if (acked) reported(context, of);
+  else counters.superseded += 1;
+  return undefined;
+}
+
+async function settleAck<D>(
+  context: VerdictContext<D>,
+  of: VerdictOf,
+  acked: Promise<boolean>,
+): Promise<void> {
+  if (await acked) reported(context, of);
+  else context.counters.superseded += 1;
+}
+
 /** The copy's outcome, or undefined when it was not confirmed (the original is then handed back). */
 async function publishCopy<D>(
   context: VerdictContext<D>,

@@ -11,26 +11,35 @@ export interface Expiring {
 /**
  * Deadlines of many in-flight operations (publishes awaiting their confirm, running handlers) on one
  * timer, armed for the earliest deadline, instead of a timer per operation: on the hot path an
- * operation only joins and leaves a set. The timer is cleared whenever the set empties, so nothing
- * keeps the process alive once every operation has settled.
+ * operation only joins and leaves a set. The timer is unreferenced whenever the set empties, so
+ * nothing keeps the process alive once every operation has settled.
  */
 export class DeadlineSweep<T extends Expiring> {
   private readonly entries = new Set<T>();
   private timer: NodeJS.Timeout | undefined;
   private armedFor = Number.POSITIVE_INFINITY;
+  /** The timer keeps the process alive: only while there are entries. */
+  private held = false;
 
   add(entry: T): void {
     this.entries.add(entry);
     if (entry.deadline < this.armedFor) this.arm(entry.deadline);
+    else if (!this.held) {
+      (this.timer as NodeJS.Timeout).ref();
+      this.held = true;
+    }
   }
 
-  /** Removes an entry that settled in time; its `expire` will not be called. */
+  /**
+   * Removes an entry that settled in time; its `expire` will not be called. The last one out leaves
+   * the timer armed but unreferenced (nothing keeps the process alive for it), so that a subscription
+   * handling one delivery at a time does not clear and set a timer per delivery.
+   */
   delete(entry: T): void {
     this.entries.delete(entry);
-    if (this.entries.size === 0 && this.timer !== undefined) {
-      clearTimeout(this.timer);
-      this.timer = undefined;
-      this.armedFor = Number.POSITIVE_INFINITY;
+    if (this.entries.size === 0 && this.held) {
+      (this.timer as NodeJS.Timeout).unref();
+      this.held = false;
     }
   }
 
@@ -53,11 +62,13 @@ export class DeadlineSweep<T extends Expiring> {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.armedFor = at;
     this.timer = setTimeout(() => this.sweep(), Math.max(0, at - Date.now()));
+    this.held = true;
   }
 
   private sweep(): void {
     this.timer = undefined;
     this.armedFor = Number.POSITIVE_INFINITY;
+    this.held = false;
     const now = Date.now();
     let next = Number.POSITIVE_INFINITY;
     for (const entry of this.entries) {

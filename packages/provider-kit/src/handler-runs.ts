@@ -1,7 +1,24 @@
-import type { Delivery, MessageHandler } from "@factflow/protocols";
+import {
+  type Delivery,
+  type HandlerResult,
+  isHandlerTimeout,
+  type MessageHandler,
+  settleAfterOf,
+} from "@factflow/protocols";
 import { DeadlineSweep, HandlerRun } from "./deadline-sweep.js";
 import { type HandlerOutcome, runHandler } from "./settlement.js";
 import { SignalPool } from "./signal-pool.js";
+
+/**
+ * Who hears how a run {@link HandlerRuns.start}ed ends, with the `job` it was started with: one
+ * object per subscription, so a delivery costs no callbacks of its own.
+ */
+export interface RunWatcher<J> {
+  /** The handler returned in time with a `settleAfter` still pending (its slot can serve another). */
+  returned(job: J): void;
+  /** The outcome, once: when the handler settles, times out or is aborted (see `runHandler`). */
+  settled(job: J, outcome: HandlerOutcome): void;
+}
 
 /** Options of {@link HandlerRuns}. */
 export interface HandlerRunsOptions {
@@ -11,6 +28,11 @@ export interface HandlerRunsOptions {
   readonly releasesSignal: boolean;
   /** Controllers kept for reuse at most (the subscription's `concurrency`). */
   readonly concurrency: number;
+  /**
+   * The handler never sees its signal (it declares one parameter): a pooled controller then needs
+   * no check for listeners left on its signal.
+   */
+  readonly signalUnseen?: boolean;
 }
 
 /**
@@ -28,7 +50,7 @@ export class HandlerRuns {
 
   constructor(options: HandlerRunsOptions) {
     this.#timeoutMs = options.timeoutMs;
-    this.#pool = new SignalPool(options.releasesSignal, options.concurrency);
+    this.#pool = new SignalPool(options.releasesSignal, options.concurrency, options.signalUnseen);
   }
 
   /**
@@ -83,10 +105,111 @@ export class HandlerRuns {
     }
   }
 
+  /**
+   * Runs `handler` for `delivery` as {@link run} does, but tells `watcher` instead of returning a
+   * promise: a handler that returns a result synchronously is settled before this returns, and one
+   * that returns a promise costs one reaction on it, no more. For a subscription's hot path; runs
+   * started here are not awaited by {@link drain}.
+   */
+  start<J>(handler: MessageHandler, delivery: Delivery, watcher: RunWatcher<J>, job: J): void {
+    const run = new WatchedRun(this.#timeoutMs, this.#pool, this.#sweep, watcher, job);
+    this.#sweep.add(run);
+    run.begin(handler, delivery);
+  }
+
   /** Aborts every handler still running (the subscription stops); none of them times out later. */
   abortAll(reason: unknown): void {
     for (const run of this.#sweep.clear()) run.abort(reason);
   }
+}
+
+/**
+ * One run of {@link HandlerRuns.start}: `runHandler`'s rules, without a promise of its own. It leaves
+ * the sweep and gives its controller back before its watcher hears the outcome, as `run` does.
+ */
+class WatchedRun<J> extends HandlerRun {
+  readonly #sweep: DeadlineSweep<HandlerRun>;
+  readonly #watcher: RunWatcher<J>;
+  readonly #job: J;
+  #done = false;
+  /** Set once the handler has returned in time: an abort while its `settleAfter` runs changes nothing. */
+  #returned: HandlerResult | undefined;
+
+  constructor(
+    timeoutMs: number,
+    pool: SignalPool,
+    sweep: DeadlineSweep<HandlerRun>,
+    watcher: RunWatcher<J>,
+    job: J,
+  ) {
+    super(timeoutMs, pool);
+    this.#sweep = sweep;
+    this.#watcher = watcher;
+    this.#job = job;
+  }
+
+  /**
+   * Calls the handler. Its controller is fresh or a pooled one never aborted, and only this run
+   * aborts it (through {@link abort}, which settles the run): so an aborted signal always finds the
+   * run done, and the handler's result needs no look at the signal.
+   */
+  begin(handler: MessageHandler, delivery: Delivery): void {
+    const signal = this.controller.signal;
+    let pending: Promise<HandlerResult> | HandlerResult;
+    try {
+      pending = handler(delivery, signal);
+    } catch (error) {
+      this.#finish({ kind: "threw", error });
+      return;
+    }
+    if (typeof (pending as Promise<HandlerResult> | undefined)?.then === "function") {
+      (pending as Promise<HandlerResult>).then(
+        (result) => this.#result(result),
+        (error: unknown) => this.#error(error),
+      );
+    } else this.#result(pending as HandlerResult);
+  }
+
+  override abort(reason: unknown): void {
+    super.abort(reason);
+    if (this.#returned === undefined) this.#finish(abortedOutcome(this.controller.signal));
+  }
+
+  #result(result: HandlerResult): void {
+    // A result after a timeout or an abort settled the run settles nothing.
+    if (this.#done) return;
+    const after = settleAfterOf(result);
+    if (after === undefined) {
+      this.#finish({ kind: "returned", result });
+      return;
+    }
+    this.#returned = result;
+    this.#watcher.returned(this.#job);
+    after.then(
+      () => this.#finish({ kind: "returned", result }),
+      () => this.#finish({ kind: "returned", result }),
+    );
+  }
+
+  #error(error: unknown): void {
+    // A result after a timeout or an abort settled the run settles nothing.
+    if (this.#done) return;
+    this.#finish({ kind: "threw", error });
+  }
+
+  #finish(outcome: HandlerOutcome): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#sweep.delete(this);
+    this.release();
+    this.#watcher.settled(this.#job, outcome);
+  }
+}
+
+function abortedOutcome(signal: AbortSignal): HandlerOutcome {
+  return isHandlerTimeout(signal.reason)
+    ? { kind: "timed-out", timeoutMs: signal.reason.timeoutMs }
+    : { kind: "stopped" };
 }
 
 /**

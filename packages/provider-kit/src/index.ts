@@ -15,7 +15,7 @@ export type { GroupedSubscription } from "./group-lanes.js";
 export { GROUP_LANE_WINDOW, groupedSubscription } from "./group-lanes.js";
 export type { GuardOptions, UnguardedProvider } from "./guard.js";
 export { guardProvider } from "./guard.js";
-export type { HandlerRunsOptions } from "./handler-runs.js";
+export type { HandlerRunsOptions, RunWatcher } from "./handler-runs.js";
 export { HandlerRuns, once } from "./handler-runs.js";
 export { KnownDestinations } from "./known-destinations.js";
 export type { NativeErrorMeaning } from "./native-error.js";

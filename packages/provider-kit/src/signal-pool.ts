@@ -12,11 +12,16 @@ export class SignalPool {
   readonly #spare: AbortController[] = [];
   readonly #enabled: boolean;
   readonly #max: number;
+  readonly #unseen: boolean;
 
-  /** `max`: controllers kept at most (the subscription's handlers at once is enough). */
-  constructor(releasesSignal: boolean, max: number) {
+  /**
+   * `max`: controllers kept at most (the subscription's handlers at once is enough). `unseen`: the
+   * handler never receives the signal (it declares one parameter), so nothing can listen on it.
+   */
+  constructor(releasesSignal: boolean, max: number, unseen = false) {
     this.#enabled = releasesSignal;
     this.#max = max;
+    this.#unseen = unseen;
   }
 
   /** A controller for a new delivery. */
@@ -28,7 +33,7 @@ export class SignalPool {
   give(controller: AbortController): void {
     if (!this.#enabled || this.#spare.length >= this.#max) return;
     const signal = controller.signal;
-    if (signal.aborted || getEventListeners(signal, "abort").length > 0) return;
+    if (signal.aborted || (!this.#unseen && getEventListeners(signal, "abort").length > 0)) return;
     this.#spare.push(controller);
   }
 }

@@ -3,25 +3,31 @@ import type {
   Destination,
   DurabilityCounters,
   Logger,
+  MessageEnvelope,
   MessageHandler,
   Subscription,
 } from "@factflow/protocols";
-import { carryOutVerdict, type VerdictContext } from "./carry-out-verdict.js";
+import { carryOutVerdict, carryOutVerdictNow, type VerdictContext } from "./carry-out-verdict.js";
 import { hasGroupKey } from "./group-key.js";
-import { HandlerRuns } from "./handler-runs.js";
+import { HandlerRuns, type RunWatcher } from "./handler-runs.js";
 import { checkDestination } from "./outbound.js";
-import { decideSettlement } from "./settlement.js";
+import { decideSettlement, type HandlerOutcome } from "./settlement.js";
 import { SettlementReport, settleWithin, undecodableVerdict } from "./settlement-report.js";
 import type { ResolvedSubscribeOptions } from "./subscribe-options.js";
-import type { SubscriptionPort } from "./subscription-port.js";
+import type { DecodedDelivery, SubscriptionPort, UndecodableDelivery } from "./subscription-port.js";
 
 /** Longest one step of a stop (stop receiving, settlements in flight, closing) may wait on the broker. */
 const SHUTDOWN_STEP_MS = 2_000;
 
-/** A delivery waiting for a handler, as the port handed it over. */
+/** A delivery as the port handed it over, then while its handler runs and it settles. */
 interface Received<D> {
   readonly delivery: D;
   readonly redelivered: boolean;
+  /** The decoded message and its attempt, once its handler started. */
+  envelope: MessageEnvelope | undefined;
+  attempt: number;
+  /** Its handler slot was given to the next delivery. */
+  freed: boolean;
 }
 
 /** What a {@link SubscriptionRuntime} is built from. */
@@ -111,6 +117,13 @@ export class SubscriptionRuntime<D> implements Subscription {
   /** Resolves the stop's wait once nothing is unsettled. */
   #drained: (() => void) | undefined;
   #stopping: Promise<void> | undefined;
+  #pumping = false;
+  #pumpAgain = false;
+  /** Hears how each handler run ends (one object for every delivery). */
+  readonly #watcher: RunWatcher<Received<D>> = {
+    returned: (received) => this.#free(received),
+    settled: (received, outcome) => this.#settled(received, outcome),
+  };
 
   constructor(options: SubscriptionRuntimeOptions<D>) {
     const { options: subscribe, port } = options;
@@ -127,6 +140,7 @@ export class SubscriptionRuntime<D> implements Subscription {
       // A handler that declares one parameter never holds its signal: its controllers are reused
       // (as with `releasesSignal`), as the embedded broker does for such handlers.
       releasesSignal: subscribe.releasesSignal || options.handler.length === 1,
+      signalUnseen: options.handler.length === 1,
       concurrency: this.concurrency,
     });
     const report = new SettlementReport(options.counters, this, subscribe.onSettled, options.logger);
@@ -184,7 +198,24 @@ export class SubscriptionRuntime<D> implements Subscription {
       return;
     }
     if (redelivered) this.#options.counters.redelivered += 1;
-    this.#waiting.push({ delivery, redelivered });
+    const received: Received<D> = { delivery, redelivered, envelope: undefined, attempt: 1, freed: false };
+    // A free slot and nobody ahead of it (an in-process broker delivers only then): start it now.
+    if (!this.#pumping && this.#waiting.length === 0 && this.#running < this.concurrency) {
+      if (!this.#port.isCurrent(delivery)) {
+        this.#done(delivery);
+        return;
+      }
+      this.#running += 1;
+      this.#pumping = true;
+      try {
+        this.#start(received);
+      } finally {
+        this.#pumping = false;
+      }
+      if (this.#pumpAgain) this.#pump();
+      return;
+    }
+    this.#waiting.push(received);
     this.#pump();
   }
 
@@ -204,58 +235,72 @@ export class SubscriptionRuntime<D> implements Subscription {
   }
 
   #pump(): void {
-    while (this.#stopping === undefined && this.#running < this.concurrency && this.#waiting.length > 0) {
-      const received = this.#waiting.shift() as Received<D>;
-      if (!this.#port.isCurrent(received.delivery)) {
-        this.#done(received.delivery);
-        continue;
-      }
-      this.#running += 1;
-      // Settles itself whatever happens (it catches), and frees its slot once (see #handle).
-      let taken = true;
-      const free = () => {
-        if (!taken) return;
-        taken = false;
-        this.#running -= 1;
-        this.#pump();
-        this.#port.handlerFreed?.();
-      };
-      void this.#handle(received, free);
+    // A handler that settles synchronously frees its slot, which pumps again, from inside this
+    // loop: fold that in here instead of nesting a loop per delivery.
+    if (this.#pumping) {
+      this.#pumpAgain = true;
+      return;
+    }
+    this.#pumping = true;
+    try {
+      do {
+        this.#pumpAgain = false;
+        while (this.#stopping === undefined && this.#running < this.concurrency && this.#waiting.length > 0) {
+          const received = this.#waiting.shift() as Received<D>;
+          if (!this.#port.isCurrent(received.delivery)) {
+            this.#done(received.delivery);
+            continue;
+          }
+          this.#running += 1;
+          this.#start(received);
+        }
+      } while (this.#pumpAgain);
+    } finally {
+      this.#pumping = false;
     }
   }
 
   /**
-   * Runs and settles one delivery. `free` gives its handler slot to the next delivery: once the
-   * handler returned with a `settleAfter` still pending (the delivery stays unsettled, within the
-   * port's flow control, until it settles), else once the delivery is settled.
+   * Starts the handler of one delivery; `#settled` carries out its verdict. The delivery's slot is
+   * freed (`#free`) once: when the handler returned with a `settleAfter` still pending (the delivery
+   * stays unsettled, within the port's flow control, until it settles), else once it is settled.
    */
-  async #handle({ delivery, redelivered }: Received<D>, free: () => void): Promise<void> {
+  #start(received: Received<D>): void {
+    const { delivery, redelivered } = received;
+    let decoded: DecodedDelivery | UndecodableDelivery;
     try {
-      const decoded = this.#port.decode(delivery);
-      if ("error" in decoded) {
-        const identity = { messageId: undefined, attempt: 1 };
-        const verdict = undecodableVerdict(decoded.error);
-        await carryOutVerdict(this.#verdicts, delivery, {
-          verdict,
-          headers: decoded.headers,
-          identity,
-          undecodable: true,
-        });
-        return;
-      }
-      const { envelope, attempt } = decoded;
-      const run: Delivery = {
-        message: envelope,
-        destination: this.destination as Destination,
-        subscription: this.name,
-        attempt,
-        redelivered,
-      };
-      // Bounded whatever the handler does: a timeout or a stop settles at once, even if it never returns.
-      const outcome = await this.#runs.run(this.#options.handler, run, undefined, free);
+      decoded = this.#port.decode(delivery);
+    } catch (error) {
+      this.#failed(error, "settle a delivery");
+      this.#finished(received);
+      return;
+    }
+    if ("error" in decoded) {
+      void this.#undecodable(received, decoded);
+      return;
+    }
+    const { envelope, attempt } = decoded;
+    received.envelope = envelope;
+    received.attempt = attempt;
+    const run: Delivery = {
+      message: envelope,
+      destination: this.destination as Destination,
+      subscription: this.name,
+      attempt,
+      redelivered,
+    };
+    // Bounded whatever the handler does: a timeout or a stop settles at once, even if it never returns.
+    this.#runs.start(this.#options.handler, run, this.#watcher, received);
+  }
+
+  #settled(received: Received<D>, outcome: HandlerOutcome): void {
+    const envelope = received.envelope as MessageEnvelope;
+    const attempt = received.attempt;
+    let pending: Promise<void> | undefined;
+    try {
       const { retry } = this.#options.options;
       const verdict = decideSettlement(outcome, { attempt, policy: retry, isTopic: this.#isTopic });
-      await carryOutVerdict(this.#verdicts, delivery, {
+      pending = carryOutVerdictNow(this.#verdicts, received.delivery, {
         verdict,
         headers: envelope.headers,
         identity: { messageId: envelope.id, attempt },
@@ -263,10 +308,48 @@ export class SubscriptionRuntime<D> implements Subscription {
       });
     } catch (error) {
       this.#failed(error, "settle a delivery");
-    } finally {
-      this.#done(delivery);
-      free();
     }
+    if (pending === undefined) this.#finished(received);
+    else
+      pending.then(
+        () => this.#finished(received),
+        (error: unknown) => {
+          this.#failed(error, "settle a delivery");
+          this.#finished(received);
+        },
+      );
+  }
+
+  async #undecodable(received: Received<D>, decoded: UndecodableDelivery): Promise<void> {
+    try {
+      const identity = { messageId: undefined, attempt: 1 };
+      const verdict = undecodableVerdict(decoded.error);
+      await carryOutVerdict(this.#verdicts, received.delivery, {
+        verdict,
+        headers: decoded.headers,
+        identity,
+        undecodable: true,
+      });
+    } catch (error) {
+      this.#failed(error, "settle a delivery");
+    } finally {
+      this.#finished(received);
+    }
+  }
+
+  /** The delivery is settled (or could not be): done with, and its slot freed if it still held it. */
+  #finished(received: Received<D>): void {
+    this.#done(received.delivery);
+    this.#free(received);
+  }
+
+  /** Gives the delivery's handler slot to the next delivery, once. */
+  #free(received: Received<D>): void {
+    if (received.freed) return;
+    received.freed = true;
+    this.#running -= 1;
+    if (this.#waiting.length > 0) this.#pump();
+    this.#port.handlerFreed?.();
   }
 
   async #handBackUnseen(delivery: D): Promise<void> {

@@ -366,15 +366,13 @@ describe("SubscriptionRuntime", () => {
     expect(state.ops(), "nothing of a settled before its settleAfter").not.toContain("handBack:a");
     commit();
     await stopped;
-    expect(state.ops()).toEqual([
-      "receive",
-      "stopReceiving",
-      "handBack:b",
-      "release:b",
-      "ack:a",
-      "release:a",
-      "close",
-    ]);
+    const ops = state.ops();
+    expect(ops.slice(0, 3)).toEqual(["receive", "stopReceiving", "handBack:b"]);
+    // Each delivery in its own order; the two deliveries' steps may interleave.
+    expect([...ops.slice(3, 6)].sort()).toEqual(["ack:a", "release:a", "release:b"]);
+    expect(ops.indexOf("ack:a")).toBeLessThan(ops.indexOf("release:a"));
+    expect(ops.at(-1)).toBe("close");
+    expect(ops).toHaveLength(7);
     expect(settled.map((s) => [s.kind, s.messageId])).toEqual([
       ["handed-back", "b"],
       ["acked", "a"],
