@@ -33,6 +33,11 @@ export interface HandlerRunsOptions {
    * no check for listeners left on its signal.
    */
   readonly signalUnseen?: boolean;
+  /**
+   * Called when a handler returns or throws after its timeout or an abort already settled its
+   * delivery (its result is dropped), e.g. to count it `superseded`.
+   */
+  readonly onLate?: () => void;
 }
 
 /**
@@ -45,11 +50,13 @@ export class HandlerRuns {
   readonly #sweep = new DeadlineSweep<HandlerRun>();
   readonly #pool: SignalPool;
   readonly #timeoutMs: number;
+  readonly #onLate: (() => void) | undefined;
   /** Runs not ended yet, those waiting for a returned handler's `settleAfter` included. */
   readonly #live = new Set<Promise<HandlerOutcome>>();
 
   constructor(options: HandlerRunsOptions) {
     this.#timeoutMs = options.timeoutMs;
+    this.#onLate = options.onLate;
     this.#pool = new SignalPool(options.releasesSignal, options.concurrency, options.signalUnseen);
   }
 
@@ -97,7 +104,7 @@ export class HandlerRuns {
     else if (stop !== undefined) stopWhen?.addEventListener("abort", stop, { once: true });
     this.#sweep.add(run);
     try {
-      return await runHandler(handler, delivery, run, onReturned);
+      return await runHandler(handler, delivery, run, onReturned, this.#onLate);
     } finally {
       this.#sweep.delete(run);
       if (stop !== undefined) stopWhen?.removeEventListener("abort", stop);
@@ -112,7 +119,7 @@ export class HandlerRuns {
    * started here are not awaited by {@link drain}.
    */
   start<J>(handler: MessageHandler, delivery: Delivery, watcher: RunWatcher<J>, job: J): void {
-    const run = new WatchedRun(this.#timeoutMs, this.#pool, this.#sweep, watcher, job);
+    const run = new WatchedRun(this.#timeoutMs, this.#pool, this.#sweep, this.#onLate, watcher, job);
     this.#sweep.add(run);
     run.begin(handler, delivery);
   }
@@ -129,6 +136,7 @@ export class HandlerRuns {
  */
 class WatchedRun<J> extends HandlerRun {
   readonly #sweep: DeadlineSweep<HandlerRun>;
+  readonly #onLate: (() => void) | undefined;
   readonly #watcher: RunWatcher<J>;
   readonly #job: J;
   #done = false;
@@ -139,11 +147,13 @@ class WatchedRun<J> extends HandlerRun {
     timeoutMs: number,
     pool: SignalPool,
     sweep: DeadlineSweep<HandlerRun>,
+    onLate: (() => void) | undefined,
     watcher: RunWatcher<J>,
     job: J,
   ) {
     super(timeoutMs, pool);
     this.#sweep = sweep;
+    this.#onLate = onLate;
     this.#watcher = watcher;
     this.#job = job;
   }
@@ -176,8 +186,10 @@ class WatchedRun<J> extends HandlerRun {
   }
 
   #result(result: HandlerResult): void {
-    // A result after a timeout or an abort settled the run settles nothing.
-    if (this.#done) return;
+    if (this.#done) {
+      this.#onLate?.();
+      return;
+    }
     const after = settleAfterOf(result);
     if (after === undefined) {
       this.#finish({ kind: "returned", result });
@@ -192,8 +204,10 @@ class WatchedRun<J> extends HandlerRun {
   }
 
   #error(error: unknown): void {
-    // A result after a timeout or an abort settled the run settles nothing.
-    if (this.#done) return;
+    if (this.#done) {
+      this.#onLate?.();
+      return;
+    }
     this.#finish({ kind: "threw", error });
   }
 

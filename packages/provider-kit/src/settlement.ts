@@ -138,6 +138,9 @@ function describeThrown(error: unknown): string {
  * called when such a wait starts, so the provider can give the handler's concurrency slot to the next
  * delivery (the delivery itself stays unsettled, and counts against the prefetch, until then).
  *
+ * `onLate` is called when the handler returns or throws after a timeout or an abort already decided
+ * the outcome: its result settles nothing.
+ *
  * Given a {@link HandlerRun}, the run tells this function of its abort directly (see
  * {@link HandlerRun.abort}); given a bare `AbortController`, it listens on the signal.
  */
@@ -146,6 +149,7 @@ export function runHandler(
   delivery: Delivery,
   source: AbortController | HandlerRun,
   onReturned?: () => void,
+  onLate?: () => void,
 ): Promise<HandlerOutcome> {
   const run = "watch" in source ? source : undefined;
   const signal = run === undefined ? (source as AbortController).signal : run.controller.signal;
@@ -178,6 +182,7 @@ export function runHandler(
     }
     Promise.resolve(pending).then(
       (result) => {
+        if (done) return onLate?.();
         if (signal.aborted) return finish(aborted());
         const after = settleAfterOf(result);
         if (after === undefined) return finish({ kind: "returned", result });
@@ -186,7 +191,10 @@ export function runHandler(
         const settle = () => finish({ kind: "returned", result });
         after.then(settle, settle);
       },
-      (error: unknown) => finish(signal.aborted ? aborted() : { kind: "threw", error }),
+      (error: unknown) => {
+        if (done) return onLate?.();
+        finish(signal.aborted ? aborted() : { kind: "threw", error });
+      },
     );
   });
 }

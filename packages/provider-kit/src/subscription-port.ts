@@ -6,6 +6,13 @@ export interface DecodedDelivery {
   readonly envelope: MessageEnvelope;
   /** The attempt it carries (`x-delivery-attempt`, 1 when absent). */
   readonly attempt: number;
+  /**
+   * What the handler is told of `redelivered`, when the port knows better than the flag it passed to
+   * `deliver` (which is also what the runtime counts as `redelivered`). The embedded broker keeps a
+   * retried message in place and flags an incomplete attempt's retry as redelivered, but counts it
+   * once, when it is settled (`SettlementReport`), not again when it is handed out.
+   */
+  readonly redelivered?: boolean;
 }
 
 /** A delivery that is not a Factflow message; `headers` are what could be read of it (may be empty). */

@@ -142,6 +142,11 @@ export class SubscriptionRuntime<D> implements Subscription {
       releasesSignal: subscribe.releasesSignal || options.handler.length === 1,
       signalUnseen: options.handler.length === 1,
       concurrency: this.concurrency,
+      // A result that comes after its timeout or the stop already settled the delivery settles
+      // nothing: the broker has reissued (or will reissue) the message.
+      onLate: () => {
+        options.counters.superseded += 1;
+      },
     });
     const report = new SettlementReport(options.counters, this, subscribe.onSettled, options.logger);
     this.#verdicts = {
@@ -287,7 +292,7 @@ export class SubscriptionRuntime<D> implements Subscription {
       destination: this.destination as Destination,
       subscription: this.name,
       attempt,
-      redelivered,
+      redelivered: decoded.redelivered ?? redelivered,
     };
     // Bounded whatever the handler does: a timeout or a stop settles at once, even if it never returns.
     this.#runs.start(this.#options.handler, run, this.#watcher, received);

@@ -1,36 +1,26 @@
 import {
   type DeadLetterReason,
-  type Delivery,
   type Destination,
   type DurabilityCounters,
-  type HandlerResult,
-  HandlerTimeoutError,
   type Logger,
   type MessageHandler,
   QUEUE_PREFIX,
   resolveRetryPolicy,
-  settleAfterOf,
   TOPIC_PREFIX,
 } from "@factflow/protocols";
 import {
-  decideSettlement,
   emptyDurabilityCounters,
-  type HandlerOutcome,
   type ResolvedSubscribeOptions,
-  type SettlementContext,
-  SettlementReport,
   type SettlementVerdict,
 } from "@factflow/provider-kit";
 import type { EmbeddedConfig } from "./config.js";
-import { type ActiveDelivery, Consumer } from "./consumer.js";
 import type { Journal } from "./journal.js";
-import { type PreparedMessage, type StoredMessage, toEnvelope } from "./message.js";
+import type { PreparedMessage, StoredMessage } from "./message.js";
 import { queueKey, subscriptionKey, type Target } from "./naming.js";
 import { PhysicalQueue } from "./physical-queue.js";
 import { mergeLayout, type QueueDefinition, sameLayout } from "./queue-options.js";
 import { Scheduler } from "./scheduler.js";
-
-const HAND_BACK: SettlementVerdict = { kind: "hand-back" };
+import { EmbeddedSubscription } from "./subscription.js";
 
 /**
  * The in-process broker: physical queues, topics and their durable subscriptions, dispatch to
@@ -188,7 +178,7 @@ export class Broker {
     destination: Destination,
     handler: MessageHandler,
     options: ResolvedSubscribeOptions,
-  ): Consumer {
+  ): EmbeddedSubscription {
     // What the subscriber set wins; the queue's definition fills what it left out, then the
     // provider's `defaultPrefetch`, then the kit's defaults (already in `options`).
     const requested = options.requested;
@@ -204,48 +194,29 @@ export class Broker {
         Object.entries({ ...def?.retry, ...requested.retry }).filter(([, value]) => value !== undefined),
       ),
     );
-    const consumer = new Consumer(
+    const handlerTimeoutMs = requested.handlerTimeoutMs ?? def?.handlerTimeoutMs ?? options.handlerTimeoutMs;
+    const subscription: EmbeddedSubscription = new EmbeddedSubscription(
+      this,
       queue,
       destination,
-      options.subscription,
       handler,
+      { ...options, retry, handlerTimeoutMs },
       Math.min(prefetch, concurrency),
-      retry,
-      requested.handlerTimeoutMs ?? def?.handlerTimeoutMs ?? options.handlerTimeoutMs,
-      new SettlementReport(
-        this.counters,
-        { destination, name: options.subscription },
-        options.onSettled,
-        this.logger,
-      ),
-      options.releasesSignal,
+      () => this.#detached(subscription),
     );
-    queue.consumers = [...queue.consumers, consumer];
-    consumer.sweep = setInterval(() => this.#sweep(consumer), consumer.sweepPeriodMs);
-    consumer.sweep.unref();
+    queue.consumers = [...queue.consumers, subscription];
     this.#consumers++;
     this.scheduler.setKeepAlive(true);
-    this.pump(queue);
-    return consumer;
+    return subscription;
   }
 
-  /**
-   * Stops a consumer: in-flight handlers are aborted and their messages go back to the front; a
-   * delivery whose handler already returned is settled once its `settleAfter` has.
-   */
-  detach(consumer: Consumer, reason: string, closing = false): void {
-    if (consumer.closed) return;
-    consumer.closed = true;
-    clearInterval(consumer.sweep);
-    const queue = consumer.queue;
-    queue.consumers = queue.consumers.filter((c) => c !== consumer);
+  /** A subscription started to stop: it takes no more messages; the runtime hands back the rest. */
+  #detached(subscription: EmbeddedSubscription): void {
+    const queue = subscription.queue;
+    if (!queue.consumers.includes(subscription)) return;
+    queue.consumers = queue.consumers.filter((c) => c !== subscription);
     this.#consumers--;
     this.scheduler.setKeepAlive(this.#consumers > 0);
-    // A delivery whose handler returned waits only for its settleAfter: it settles then, instead of
-    // handing back a message whose work is done.
-    for (const active of [...consumer.active])
-      if (closing || active.returned !== true) this.#abandon(active, reason);
-    if (!this.closed) this.pump(queue);
   }
 
   /** Hands ready messages to consumers with free slots, round-robin. Re-entrant calls are folded in. */
@@ -254,6 +225,8 @@ export class Broker {
       queue.pumpAgain = true;
       return;
     }
+    // Nothing to hand out (a settled delivery's pump, mostly): no slice bookkeeping either.
+    if (queue.ready.size === 0 || this.closed) return;
     if (this.#mustYield()) {
       // Handlers that settle synchronously and publish again keep the broker busy on promise
       // continuations alone, which never let timers, I/O or other requests run: hand the next
@@ -276,9 +249,9 @@ export class Broker {
           if (this.closed || queue.ready.size === 0) break;
           const consumers = queue.consumers;
           const n = consumers.length;
-          let chosen: Consumer | undefined;
+          let chosen: EmbeddedSubscription | undefined;
           for (let i = 0; i < n; i++) {
-            const candidate = consumers[(queue.cursor + i) % n] as Consumer;
+            const candidate = consumers[(queue.cursor + i) % n] as EmbeddedSubscription;
             if (candidate.hasCapacity) {
               chosen = candidate;
               queue.cursor = (queue.cursor + i + 1) % n;
@@ -288,7 +261,7 @@ export class Broker {
           if (chosen === undefined) break;
           const message = queue.ready.next(now);
           if (message === undefined) break;
-          this.#dispatch(chosen, message, now);
+          chosen.take(message);
         }
       } while (queue.pumpAgain);
     } finally {
@@ -314,146 +287,27 @@ export class Broker {
     return now - this.#sliceStart > SLICE_MS;
   }
 
-  #dispatch(consumer: Consumer, message: StoredMessage, now: number): void {
-    consumer.queue.inFlight++;
-    const active: ActiveDelivery = {
-      message,
-      consumer,
-      controller: consumer.shared ?? consumer.signals.take(),
-      startedAt: now,
-      done: false,
-    };
-    consumer.active.add(active);
-    // A running handler has a deadline this sweep enforces: while one runs, the sweep keeps the
-    // process alive, or a handler waiting only for its timeout would end a process mid-delivery.
-    if (consumer.active.size === 1) consumer.sweep?.ref();
-    const delivery: Delivery = {
-      message: toEnvelope(message),
-      destination: consumer.destination,
-      subscription: consumer.subscription,
-      attempt: message.attempt,
-      redelivered: message.redelivered,
-    };
-    let result: Promise<HandlerResult> | HandlerResult;
-    try {
-      result = consumer.handler(delivery, active.controller.signal);
-    } catch (error) {
-      this.#settle(active, { kind: "threw", error });
-      return;
-    }
-    if (typeof (result as Promise<HandlerResult>)?.then === "function") {
-      (result as Promise<HandlerResult>).then(
-        (value) => this.#returned(active, value),
-        (error: unknown) => this.#settle(active, { kind: "threw", error }),
-      );
-    } else {
-      this.#returned(active, result as HandlerResult);
-    }
+  /** A delivery's handler acknowledged it: gone for good. */
+  ack(queue: PhysicalQueue, message: StoredMessage): void {
+    queue.release(message);
+    this.#forget(message);
+    this.journal.ack(message);
   }
 
-  /** A handler's result, carried out once its `settleAfter` (if any) has settled. */
-  #returned(active: ActiveDelivery, result: HandlerResult): void {
-    const after = settleAfterOf(result);
-    // Already settled by a timeout or a stop: the late result settles nothing (see #settle), and
-    // counted as settling it would free a slot no handler gave back.
-    if (after === undefined || active.done) {
-      this.#settle(active, { kind: "returned", result });
-      return;
-    }
-    // The handler's slot goes to the next delivery while this one waits to be settled.
-    active.returned = true;
-    active.consumer.settling++;
-    const settle = () => this.#settle(active, { kind: "returned", result });
-    after.then(settle, settle);
-    this.pump(active.consumer.queue);
-  }
-
-  #release(active: ActiveDelivery): void {
-    active.done = true;
-    if (active.returned === true) active.consumer.settling--;
-    active.consumer.active.delete(active);
-    if (active.consumer.active.size === 0) active.consumer.sweep?.unref();
-    active.consumer.queue.inFlight--;
-  }
-
-  /** Subscription or provider closing mid-handler: back to the front, no attempt consumed. */
-  #abandon(active: ActiveDelivery, reason: string): void {
-    if (active.done) return;
-    this.#release(active);
-    const message = active.message;
+  /**
+   * A delivery given back untouched (its subscription stopped): back to the front, no attempt
+   * consumed. The message is handed out again from this broker's own memory, so it is counted here.
+   */
+  handBack(queue: PhysicalQueue, message: StoredMessage): void {
     message.redelivered = true;
-    // The message is handed out again from this broker's own memory, so it is counted here.
     this.counters.redelivered++;
-    active.consumer.queue.returnToFront(message, Date.now());
-    active.consumer.report.settled(HAND_BACK, { messageId: message.id, attempt: message.attempt });
-    active.controller.abort(new Error(`[factflow/embedded] ${reason}: the message will be redelivered`));
-  }
-
-  #sweep(consumer: Consumer): void {
-    if (consumer.active.size === 0) return;
-    const cutoff = Date.now() - consumer.handlerTimeoutMs;
-    for (const active of [...consumer.active])
-      if (active.returned !== true && active.startedAt <= cutoff) this.#timeout(active);
-  }
-
-  #timeout(active: ActiveDelivery): void {
-    if (active.done) return;
-    const ms = active.consumer.handlerTimeoutMs;
-    this.#release(active);
-    if (active.controller !== active.consumer.shared) {
-      active.controller.abort(new HandlerTimeoutError(ms));
-    }
-    const { consumer, message } = active;
-    this.#apply(
-      consumer,
-      message,
-      decideSettlement({ kind: "timed-out", timeoutMs: ms }, this.#context(consumer, message)),
-    );
-    this.pump(active.consumer.queue);
-  }
-
-  #context(consumer: Consumer, message: StoredMessage): SettlementContext {
-    return { attempt: message.attempt, policy: consumer.retry, isTopic: consumer.queue.isTopicSubscription };
-  }
-
-  #settle(active: ActiveDelivery, outcome: HandlerOutcome): void {
-    if (active.done) {
-      // Already returned to the queue by an abort or a timeout; this late result settles nothing.
-      this.counters.superseded++;
-      return;
-    }
-    this.#release(active);
-    const { consumer, message } = active;
-    if (active.controller !== consumer.shared) consumer.signals.give(active.controller);
-    this.#apply(consumer, message, decideSettlement(outcome, this.#context(consumer, message)));
-    this.pump(consumer.queue);
-  }
-
-  #apply(consumer: Consumer, message: StoredMessage, verdict: SettlementVerdict): void {
-    const queue = consumer.queue;
-    const settled = { messageId: message.id, attempt: message.attempt };
-    switch (verdict.kind) {
-      case "ack":
-        queue.release(message);
-        this.#forget(message);
-        this.journal.ack(message);
-        break;
-      case "dead":
-        this.deadLetter(queue, message, verdict.reason, verdict.lastError);
-        break;
-      case "retry":
-        this.#retry(consumer, message, verdict);
-        break;
-      case "hand-back":
-        // Only a stop hands back, and stops go through #abandon; kept for completeness.
-        queue.returnToFront(message, Date.now());
-    }
-    consumer.report.settled(verdict, settled);
+    queue.returnToFront(message, Date.now());
+    this.pump(queue);
   }
 
   /** Carries out a retry verdict: the next attempt, after the kit's delay, back at the front. */
-  #retry(
-    consumer: Consumer,
+  retry(
+    queue: PhysicalQueue,
     message: StoredMessage,
     verdict: Extract<SettlementVerdict, { kind: "retry" }>,
   ): void {
@@ -464,7 +318,7 @@ export class Broker {
     message.redelivered = verdict.incomplete;
     message.notBefore = now + verdict.delayMs;
     this.journal.retry(message);
-    consumer.queue.returnToFront(message, now);
+    queue.returnToFront(message, now);
   }
 
   deadLetter(
@@ -508,13 +362,17 @@ export class Broker {
     await this.journal.discard(message);
   }
 
-  /** Aborts every handler and stops the scheduler; waiting state stays as the journal has it. */
-  close(): void {
+  /**
+   * Stops every subscription (their handlers are aborted, their messages handed back) and the
+   * scheduler; waiting state stays as the journal has it. Resolves once the stops are done: the
+   * journal closes next, and nothing is settled after this ({@link EmbeddedSubscription.isCurrent}).
+   */
+  async close(): Promise<void> {
+    const stops: Promise<void>[] = [];
+    for (const queue of this.queues.values())
+      for (const consumer of queue.consumers) stops.push(consumer.runtime.unsubscribe());
+    await Promise.all(stops);
     this.closed = true;
-    for (const queue of this.queues.values()) {
-      // The journal closes next: nothing may settle after this, so every delivery goes back.
-      for (const consumer of queue.consumers) this.detach(consumer, "provider closed", true);
-    }
     this.scheduler.stop();
   }
 }

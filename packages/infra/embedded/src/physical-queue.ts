@@ -1,9 +1,9 @@
 import type { Destination } from "@factflow/protocols";
-import type { Consumer } from "./consumer.js";
 import { laneOf, type StoredMessage } from "./message.js";
 import { DEFAULT_LAYOUT, type QueueDefinition, type QueueLayout } from "./queue-options.js";
 import { LaneReadySet, type ReadySet, StandardReadySet } from "./ready-set.js";
 import type { Scheduler } from "./scheduler.js";
+import type { EmbeddedSubscription } from "./subscription.js";
 
 /**
  * Every place messages wait: one per `/queue/<name>`, one per durable subscription of a topic. It
@@ -19,7 +19,7 @@ export class PhysicalQueue {
   inFlight = 0;
   /** Dead letters by sequence number, in the order they died. */
   readonly dead = new Map<number, StoredMessage>();
-  consumers: Consumer[] = [];
+  consumers: EmbeddedSubscription[] = [];
   /** Round-robin cursor over consumers. */
   cursor = 0;
   pumping = false;

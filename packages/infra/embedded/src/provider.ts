@@ -192,7 +192,7 @@ export function createEmbeddedProvider(
     connect: open,
 
     async close(): Promise<void> {
-      broker?.close();
+      await broker?.close();
       await journal?.close();
       await releaseLock?.();
     },
@@ -219,12 +219,9 @@ export function createEmbeddedProvider(
       // Closed while the journal wrote: the guard turns this into a provider_closed error.
       if (b.closed)
         throw new ProviderError(PROVIDER_NAME, "closed", "subscribe: the provider closed meanwhile");
-      const consumer = b.attach(queue, target.destination, handler, options);
-      return {
-        destination: target.destination,
-        name,
-        unsubscribe: async () => b.detach(consumer, "subscription closed"),
-      };
+      const subscription = b.attach(queue, target.destination, handler, options);
+      await subscription.runtime.start();
+      return subscription.runtime;
     },
 
     counters() {
