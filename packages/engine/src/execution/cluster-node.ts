@@ -523,6 +523,7 @@ export class ClusterNode {
         executionId,
         openRows: open.length,
         settleMs,
+        since: new Date(now).toISOString(),
       });
       return;
     }
