@@ -20,8 +20,9 @@
  *   `{"bench":"engine","lineage":"memory",…}`: what the engine costs without any database.
  *
  * The three modes run `rounds` times (default 2), alternating; each mode's best run is reported,
- * with the CPU time the process spent on it (PGlite runs on the same thread, so on a shared
- * machine CPU ms are steadier than wall-clock rates).
+ * with the CPU time the process spent on it: every thread's, so PGlite's worker thread is counted
+ * with the main thread (on a shared machine CPU ms are steadier than wall-clock rates, though one
+ * run's figure still varies by a factor of two under load: compare medians over many runs).
  * Prints one JSON line: msgs/s of both modes (N / time from the first publish to the last message
  * handled, for the engine to the `completed` event), their ratio, and the completion delay (last
  * settled delivery → `completed` event, as measured by the orchestrator).
