@@ -1,9 +1,7 @@
 import { adapters as builtins } from "@factflow/adapters";
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
-import { probeTcp, resolveService, SERVICES } from "@factflow/infra-testkit";
 import {
   ClusterNotifications,
-  connectPostgres,
   ExecutionStore,
   type LineageDatabase,
   openLineageDatabase,
@@ -12,34 +10,15 @@ import type { ExecutionRecord } from "@factflow/protocols";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEngine, type Engine, loadPipelineConfig } from "../src/index.js";
 import { memoryStorage } from "./harness.js";
+import { postgresService } from "./postgres-service.js";
 
 // Cluster discovery woken by PostgreSQL notifications (docs/deployment.md): with the fallback
 // discovery interval at an hour, only the notification of a create can make a second server join.
 
-const postgres = await resolveService(SERVICES.postgres);
-const postgresAt = new URL(postgres.url);
-const probe = await probeTcp(postgresAt.hostname, Number(postgresAt.port || 5432), 2000);
-const postgresDown = probe.ok ? undefined : probe.reason;
-const required = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
-if (postgresDown !== undefined && !required)
-  console.warn(`[engine] skipping the cluster notification tests: ${postgresDown}`);
-
-/** A database of its own on the PostgreSQL server, dropped afterwards. */
-async function postgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `factflow_engine_notify_${process.pid}_${Date.now().toString(36)}`;
-  const admin = async (statement: string) => {
-    const handles = await connectPostgres(postgres.url, { poolSize: 1, lineagePoolSize: 1 });
-    try {
-      await handles.writer.execute(statement, []);
-    } finally {
-      await handles.close();
-    }
-  };
-  await admin(`create database ${name}`);
-  const url = new URL(postgres.url);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
-}
+const postgres = await postgresService("the cluster notification tests");
+const postgresDown = postgres.down;
+const required = postgres.required;
+const postgresDatabase = () => postgres.database("factflow_engine_notify");
 
 afterAll(async () => {
   await postgres.stop();

@@ -2,12 +2,12 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { adapters as builtins } from "@factflow/adapters";
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
-import { probeTcp, resolveService, SERVICES } from "@factflow/infra-testkit";
-import { connectPostgres, type LineageDatabase, openLineageDatabase } from "@factflow/lineage";
+import { type LineageDatabase, openLineageDatabase } from "@factflow/lineage";
 import type { AdapterDefinition, LineageRow } from "@factflow/protocols";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEngine, loadPipelineConfig } from "../src/index.js";
 import { memoryStorage, tempDir } from "./harness.js";
+import { postgresService } from "./postgres-service.js";
 
 // PostgreSQL and PGlite refuse U+0000 in text and jsonb. A pipeline whose adapters put one in a
 // message body, in an emitted message and in an error must still leave every hop in lineage.
@@ -52,30 +52,10 @@ routes:
     adapters: [{ type: nul_fail }]
 `;
 
-const postgres = await resolveService(SERVICES.postgres);
-const postgresAt = new URL(postgres.url);
-const probe = await probeTcp(postgresAt.hostname, Number(postgresAt.port || 5432), 2000);
-const postgresDown = probe.ok ? undefined : probe.reason;
-const required = process.env.FACTFLOW_REQUIRE_SERVICES === "1";
-if (postgresDown !== undefined && !required)
-  console.warn(`[engine] skipping the PostgreSQL case of lineage-nul: ${postgresDown}`);
-
-/** A database of its own on the PostgreSQL server, dropped afterwards. */
-async function postgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `factflow_engine_nul_${process.pid}_${Date.now().toString(36)}`;
-  const admin = async (statement: string) => {
-    const handles = await connectPostgres(postgres.url, { poolSize: 1, lineagePoolSize: 1 });
-    try {
-      await handles.writer.execute(statement, []);
-    } finally {
-      await handles.close();
-    }
-  };
-  await admin(`create database ${name}`);
-  const url = new URL(postgres.url);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
-}
+const postgres = await postgresService("the PostgreSQL case of lineage-nul");
+const postgresDown = postgres.down;
+const required = postgres.required;
+const postgresDatabase = () => postgres.database("factflow_engine_nul");
 
 afterAll(async () => {
   await postgres.stop();
