@@ -26,7 +26,7 @@ export interface HandlerRunsOptions {
   readonly timeoutMs: number;
   /** The subscription's `releasesSignal`: settled deliveries' controllers serve later ones. */
   readonly releasesSignal: boolean;
-  /** Controllers kept for reuse at most (the subscription's `concurrency`). */
+  /** Controllers kept for reuse at least (the subscription's `concurrency`; see `SignalPool`). */
   readonly concurrency: number;
   /**
    * The handler never sees its signal (it declares one parameter): a pooled controller then needs
