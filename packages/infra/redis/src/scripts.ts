@@ -117,27 +117,55 @@ return 1`,
  * as SETTLE's `ack` for each: XACK + XDEL only when this consumer still holds the entry (the held
  * ones in one XACK and one XDEL). Returns one code per id, as SETTLE does: 1 settled, 2 settled
  * before, 0 held by another consumer, -1 no group.
+ *
+ * Ownership is read with one XPENDING over the batch's id range filtered by this consumer (Redis
+ * walks only this consumer's own pending list), not one XPENDING per id: an id in that reply is held
+ * by this consumer. An id missing from it (held by another consumer, settled before, or beyond the
+ * reply's COUNT when this consumer holds many more entries inside the range) gets SETTLE's own
+ * per-id check, so the answer for every id is the one SETTLE would give.
  */
 export const SETTLE_ACKS = script(
   "settle-acks",
-  `local out = {}
+  `local group, me = ARGV[1], ARGV[2]
+local lo, hi, loMs, loSeq, hiMs, hiSeq
+for i = 3, #ARGV do
+  local a, b = string.match(ARGV[i], '^(%d+)-(%d+)$')
+  if a then
+    local ms, seq = tonumber(a), tonumber(b)
+    if lo == nil or ms < loMs or (ms == loMs and seq < loSeq) then lo, loMs, loSeq = ARGV[i], ms, seq end
+    if hi == nil or ms > hiMs or (ms == hiMs and seq > hiSeq) then hi, hiMs, hiSeq = ARGV[i], ms, seq end
+  end
+end
+local mine = {}
+if lo ~= nil then
+  local ok, p = pcall(redis.call, 'XPENDING', KEYS[1], group, lo, hi, 2 * (#ARGV - 2) + 64, me)
+  if ok then
+    for _, e in ipairs(p) do mine[e[1]] = true end
+  end
+end
+local out = {}
 local held = {}
 for i = 3, #ARGV do
   local id = ARGV[i]
-  local ok, p = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1], id, id, 1)
-  if not ok then
-    out[#out + 1] = -1
-  elseif #p == 0 then
-    if #redis.call('XRANGE', KEYS[1], id, id) == 0 then out[#out + 1] = 2 else out[#out + 1] = 0 end
-  elseif p[1][2] ~= ARGV[2] then
-    out[#out + 1] = 0
-  else
+  if mine[id] then
     held[#held + 1] = id
     out[#out + 1] = 1
+  else
+    local ok, p = pcall(redis.call, 'XPENDING', KEYS[1], group, id, id, 1)
+    if not ok then
+      out[#out + 1] = -1
+    elseif #p == 0 then
+      if #redis.call('XRANGE', KEYS[1], id, id) == 0 then out[#out + 1] = 2 else out[#out + 1] = 0 end
+    elseif p[1][2] ~= me then
+      out[#out + 1] = 0
+    else
+      held[#held + 1] = id
+      out[#out + 1] = 1
+    end
   end
 end
 if #held > 0 then
-  redis.call('XACK', KEYS[1], ARGV[1], unpack(held))
+  redis.call('XACK', KEYS[1], group, unpack(held))
   redis.call('XDEL', KEYS[1], unpack(held))
 end
 return out`,
