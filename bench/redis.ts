@@ -88,6 +88,14 @@ export const rawIoredisMode: RelayMode = {
   },
 };
 
+/**
+ * The port of the Redis the bench runs on: its CPU figures count the `redis-server` listening there
+ * (its process title names `<address>:<port>`), not every Redis on the machine.
+ */
+function redisPort(url: string): string {
+  return new URL(url).port || "6379";
+}
+
 /** The relay through Factflow's provider, under a key prefix of its own. */
 export const providerMode: RelayMode = providerRelayMode(
   {
@@ -168,6 +176,8 @@ export function run(args: string[]): Promise<void> {
     url: URL_DEFAULT,
     relayModes: RELAY_MODES,
     engineMode,
-    broker: (comm) => comm === "redis-server",
+    broker: (comm, cmdline) =>
+      comm === "redis-server" &&
+      cmdline.split(/\s+/).some((word) => word.endsWith(`:${redisPort(URL_DEFAULT)}`)),
   });
 }

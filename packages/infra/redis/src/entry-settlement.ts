@@ -5,7 +5,7 @@ import type { RawEntry } from "./codec.js";
 import { corkUntilNextTurn } from "./connections.js";
 import type { DelayedPump } from "./delayed-pump.js";
 import { GROUP, type LaneKeys } from "./naming.js";
-import { nonce, runScript, SETTLE, SETTLE_ACKS } from "./scripts.js";
+import { nonce, runScript, SETTLE, SETTLE_ACKS, settleAcksArgs } from "./scripts.js";
 import { sleep } from "./timing.js";
 
 /** How long a settlement is sent again while Redis is unreachable once the subscription stops. */
@@ -45,7 +45,7 @@ export class EntrySettlement {
     const { redis, lane, consumer } = deps;
     this.#acks = new AckBatcher((ids) => {
       corkUntilNextTurn(redis);
-      return runScript<number[]>(redis, SETTLE_ACKS, [lane.stream], [GROUP, consumer, ...ids]);
+      return runScript<number[]>(redis, SETTLE_ACKS, [lane.stream], settleAcksArgs(GROUP, consumer, ids));
     });
   }
 

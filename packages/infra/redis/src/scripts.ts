@@ -112,36 +112,81 @@ return 1`,
 );
 
 /**
- * KEYS: stream. ARGV: group, consumer, entry ids...
+ * KEYS: stream. ARGV: group, consumer, lowest id, highest id, entry ids... (see {@link settleAcksArgs}).
  * Acknowledges a batch of deliveries (those settled during one event-loop turn) with the same rule
  * as SETTLE's `ack` for each: XACK + XDEL only when this consumer still holds the entry (the held
  * ones in one XACK and one XDEL). Returns one code per id, as SETTLE does: 1 settled, 2 settled
  * before, 0 held by another consumer, -1 no group.
+ *
+ * Ownership is read with one XPENDING over the batch's id range filtered by this consumer (Redis
+ * walks only this consumer's own pending list), not one XPENDING per id: an id in that reply is held
+ * by this consumer. An id missing from it (held by another consumer, settled before, outside a wrong
+ * range, or beyond the reply's COUNT when this consumer holds many more entries inside the range)
+ * gets SETTLE's own per-id check, so the answer for every id is the one SETTLE would give whatever
+ * the range says.
  */
 export const SETTLE_ACKS = script(
   "settle-acks",
-  `local out = {}
+  `local group, me = ARGV[1], ARGV[2]
+local mine = {}
+local ok, p = pcall(redis.call, 'XPENDING', KEYS[1], group, ARGV[3], ARGV[4], 2 * (#ARGV - 4) + 64, me)
+if ok then
+  for i = 1, #p do mine[p[i][1]] = true end
+end
+local out = {}
 local held = {}
-for i = 3, #ARGV do
+for i = 5, #ARGV do
   local id = ARGV[i]
-  local ok, p = pcall(redis.call, 'XPENDING', KEYS[1], ARGV[1], id, id, 1)
-  if not ok then
-    out[#out + 1] = -1
-  elseif #p == 0 then
-    if #redis.call('XRANGE', KEYS[1], id, id) == 0 then out[#out + 1] = 2 else out[#out + 1] = 0 end
-  elseif p[1][2] ~= ARGV[2] then
-    out[#out + 1] = 0
-  else
+  if mine[id] then
     held[#held + 1] = id
     out[#out + 1] = 1
+  else
+    local ok, p = pcall(redis.call, 'XPENDING', KEYS[1], group, id, id, 1)
+    if not ok then
+      out[#out + 1] = -1
+    elseif #p == 0 then
+      if #redis.call('XRANGE', KEYS[1], id, id) == 0 then out[#out + 1] = 2 else out[#out + 1] = 0 end
+    elseif p[1][2] ~= me then
+      out[#out + 1] = 0
+    else
+      held[#held + 1] = id
+      out[#out + 1] = 1
+    end
   end
 end
 if #held > 0 then
-  redis.call('XACK', KEYS[1], ARGV[1], unpack(held))
+  redis.call('XACK', KEYS[1], group, unpack(held))
   redis.call('XDEL', KEYS[1], unpack(held))
 end
 return out`,
 );
+
+/** Whether stream entry id `a` (`<ms>-<seq>`, decimal) comes before `b`. */
+export function streamIdBefore(a: string, b: string): boolean {
+  const dashA = a.indexOf("-");
+  const dashB = b.indexOf("-");
+  // Without leading zeros, a shorter number is a smaller one.
+  if (dashA !== dashB) return dashA < dashB;
+  if (a.length === b.length) return a < b;
+  const msA = a.slice(0, dashA);
+  const msB = b.slice(0, dashB);
+  return msA === msB ? a.length < b.length : msA < msB;
+}
+
+/**
+ * SETTLE_ACKS's arguments for `ids`: the group, the consumer, the lowest and highest id (found here,
+ * where comparing ids costs less than in Lua) and the ids.
+ */
+export function settleAcksArgs(group: string, consumer: string, ids: readonly string[]): string[] {
+  let lo = ids[0] ?? "0-0";
+  let hi = lo;
+  for (let i = 1; i < ids.length; i++) {
+    const id = ids[i] as string;
+    if (streamIdBefore(id, lo)) lo = id;
+    else if (streamIdBefore(hi, id)) hi = id;
+  }
+  return [group, consumer, lo, hi, ...ids];
+}
 
 /**
  * KEYS: stream, consumers set. ARGV: group, consumer, entry ids...
