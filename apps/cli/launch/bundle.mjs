@@ -72,9 +72,13 @@ export function keepLocations(isBundled) {
           resolveDir: args.resolveDir,
           pluginData: "inner",
         });
-        if (found.errors.length > 0) return { errors: found.errors };
+        if (found.errors.length > 0) {
+          // An optional package a bundled package requires in a try block (pg's pg-native).
+          if (args.importer.includes("/node_modules/")) return { path: args.path, external: true };
+          return { errors: found.errors };
+        }
         if (found.external) return { path: found.path, external: true };
-        if (isBundled(found.path)) return { path: found.path };
+        if (isBundled(found.path, args)) return { path: found.path };
         return { path: pathToFileURL(found.path).href, external: true };
       });
       build.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, async (args) => {
@@ -89,19 +93,65 @@ export function keepLocations(isBundled) {
   };
 }
 
-/** The workspace's own files: bundled; everything under node_modules stays a module of its own. */
-const inWorkspaceSource = (path) => !path.includes("/node_modules/") && path.startsWith(ROOT);
+/**
+ * Packages bundled with the workspace's code (with everything they import): the ones `factflow run`
+ * loads, whose hundreds of files Node would otherwise resolve, read and compile one by one. Every
+ * other package stays a module of its own under node_modules (PGlite and esbuild need their files
+ * beside them).
+ */
+const BUNDLED_PACKAGES = new Set(["kysely", "yaml", "pg", "pg-copy-streams", "prom-client", "uuid"]);
 
-async function workspacePackageJsons() {
-  const found = [join(ROOT, "package.json")];
+/** The workspace's own files, the packages above and whatever bundled packages import. */
+function isBundledHere(path, { path: specifier, importer }) {
+  if (!path.includes("/node_modules/")) return path.startsWith(ROOT);
+  if (importer.includes("/node_modules/")) return true;
+  return BUNDLED_PACKAGES.has(/^(@[^/]+\/)?[^/]+/.exec(specifier)?.[0] ?? "");
+}
+
+async function workspacePackageDirs() {
+  const found = [];
   for (const group of ["apps", "packages", "packages/infra"]) {
     let names = [];
     try {
       names = await readdir(join(ROOT, group));
     } catch {}
-    for (const name of names) found.push(join(ROOT, group, name, "package.json"));
+    for (const name of names) found.push(join(ROOT, group, name));
   }
   return found;
+}
+
+async function workspacePackageJsons() {
+  return [
+    join(ROOT, "package.json"),
+    ...(await workspacePackageDirs()).map((dir) => join(dir, "package.json")),
+  ];
+}
+
+const PACKAGE_ENTRY = "factflow-package:";
+
+/** The entry point of a bundled package: re-exports it, resolved from a workspace package that depends on it. */
+function packageEntries(dirs) {
+  return {
+    name: "factflow-package-entries",
+    setup(build) {
+      build.onResolve({ filter: new RegExp(`^${PACKAGE_ENTRY}`) }, (args) => ({
+        path: args.path.slice(PACKAGE_ENTRY.length),
+        namespace: "factflow-package",
+      }));
+      build.onLoad({ filter: /.*/, namespace: "factflow-package" }, async (args) => {
+        for (const dir of dirs) {
+          const found = await build.resolve(args.path, {
+            kind: "import-statement",
+            resolveDir: dir,
+            pluginData: "inner",
+          });
+          if (found.errors.length === 0)
+            return { contents: `export * from ${JSON.stringify(args.path)};`, resolveDir: dir, loader: "js" };
+        }
+        return { errors: [{ text: `no workspace package depends on ${args.path}` }] };
+      });
+    },
+  };
 }
 
 /** Each chunk's static imports, chunks by file name and packages by URL, written beside the chunks. */
@@ -134,7 +184,14 @@ function stageChunkImports(code) {
 export async function buildBundle() {
   const esbuild = await import("esbuild");
   const result = await esbuild.build({
-    entryPoints: { bin: ENTRY },
+    // Each bundled package is an entry point too, so that its code is a chunk of its own, evaluated
+    // in an event-loop turn of its own, not part of the chunk of the workspace code that imports it.
+    entryPoints: {
+      bin: ENTRY,
+      ...Object.fromEntries(
+        [...BUNDLED_PACKAGES].map((name) => [`package-${name}`, `${PACKAGE_ENTRY}${name}`]),
+      ),
+    },
     absWorkingDir: ROOT,
     bundle: true,
     splitting: true,
@@ -148,7 +205,11 @@ export async function buildBundle() {
     sourcemap: "linked",
     sourcesContent: false,
     logLevel: "silent",
-    plugins: [keepLocations(inWorkspaceSource)],
+    plugins: [packageEntries(await workspacePackageDirs()), keepLocations(isBundledHere)],
+    // Bundled CommonJS packages require Node's built-in modules.
+    banner: {
+      js: 'import { createRequire as __factflowRequire } from "node:module"; const require = __factflowRequire(import.meta.url);',
+    },
   });
   const { createHash } = await import("node:crypto");
   const graph = chunkGraph(result.metafile);
