@@ -31,7 +31,11 @@ export async function importModule(url: string): Promise<unknown> {
  * The compiled module is used again while none of the files that went into it changed.
  */
 async function compileModule(path: string): Promise<string> {
-  const key = createHash("sha256").update(path).digest("hex").slice(0, 20);
+  const conditions = sourceConditions();
+  const key = createHash("sha256")
+    .update(`${path}\n${conditions.join(",")}`)
+    .digest("hex")
+    .slice(0, 20);
   for (const dir of CACHE_DIRS) {
     const compiled = await freshCompiled(join(dir, `${key}.json`));
     if (compiled !== undefined) return compiled;
@@ -43,7 +47,7 @@ async function compileModule(path: string): Promise<string> {
     format: "esm",
     platform: "node",
     target: "node20",
-    conditions: sourceConditions(),
+    conditions,
     write: false,
     metafile: true,
     sourcemap: "inline",
