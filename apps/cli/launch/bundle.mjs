@@ -24,8 +24,11 @@ export const BUNDLE_DIR = join(CLI_DIR, "node_modules/.cache/factflow/bundle");
 const STAMP = join(BUNDLE_DIR, "current.json");
 /** Files outside the bundle's inputs whose change may change the bundle or its imports' targets. */
 const EXTRA_WATCHED = [fileURLToPath(import.meta.url), join(ROOT, "node_modules/.modules.yaml")];
-/** Old builds are removed once this old: a process started on one may still import its chunks. */
-const KEEP_OLD_BUILDS_MS = 24 * 3600 * 1000;
+/**
+ * Old builds are removed once this old: a process started on one (a `factflow serve`) may still
+ * import its chunks.
+ */
+const KEEP_OLD_BUILDS_MS = 7 * 24 * 3600 * 1000;
 
 /** Size and modification time: what tells a changed file here. */
 async function fingerprint(path) {
