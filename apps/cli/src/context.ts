@@ -1,6 +1,7 @@
 import type { Logger } from "@factflow/protocols";
 import type { FactflowRuntime, Settings } from "@factflow/runtime";
 import { ApiClient } from "./api-client.js";
+import { importModule } from "./module-importer.js";
 import type { Output } from "./output.js";
 
 /** Parsed flags shared by every command. */
@@ -129,6 +130,7 @@ export async function openBackend(ctx: CliContext, local: LocalFileOptions = {})
     logger: cliLogger(ctx.output),
     progressIntervalMs: 250,
     scheduleRetention: false,
+    importModule,
     // Reads (executions, lineage, configs) never open the broker; runs and dead letters do.
     connectProvider: "first-use",
     // Traces (docs/observability.md) when the OTEL_* variables ask for them; exported on close.

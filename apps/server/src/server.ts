@@ -1,5 +1,6 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { ModuleImporter } from "@factflow/engine";
 import { FactflowError, type Logger, type StorageProtocol } from "@factflow/protocols";
 import {
   composeRuntime,
@@ -34,6 +35,8 @@ export interface StartServerOptions {
   readonly resumeRunning?: boolean;
   /** Passed to the engine. */
   readonly progressIntervalMs?: number;
+  /** How an allowed adapter module is imported. @default `import()` */
+  readonly importModule?: ModuleImporter;
   /** Storage to use instead of the file storage under `storage_root`. */
   readonly storage?: StorageProtocol;
 }
@@ -49,6 +52,7 @@ export async function startServer(
   const runtime = await composeRuntime(settings, {
     logger,
     ...(options.progressIntervalMs === undefined ? {} : { progressIntervalMs: options.progressIntervalMs }),
+    ...(options.importModule === undefined ? {} : { importModule: options.importModule }),
     ...(options.storage === undefined ? {} : { storage: options.storage }),
   });
   let shuttingDown = false;

@@ -9,7 +9,11 @@ import {
   silentLogger,
   type Tracer,
 } from "@factflow/protocols";
-import { type AdapterRegistry, createAdapterRegistry } from "./config/adapter-registry.js";
+import {
+  type AdapterRegistry,
+  createAdapterRegistry,
+  type ModuleImporter,
+} from "./config/adapter-registry.js";
 import type { ModuleAccess } from "./config/module-access.js";
 import { ClusterNode, type ClusterOptions } from "./execution/cluster-node.js";
 import type { ExecutionHooks } from "./execution/execution-hooks.js";
@@ -29,6 +33,8 @@ export interface EngineOptions {
    * validation, start, resume, replay). @default NO_MODULE_ACCESS: no module is ever imported
    */
   readonly moduleAccess?: ModuleAccess;
+  /** How an allowed adapter module is imported. @default the runtime's `import()` */
+  readonly importModule?: ModuleImporter;
   /** @default silentLogger */
   readonly logger?: Logger;
   /** Executions running at once. @default 10 */
@@ -112,6 +118,7 @@ export function createEngine(options: EngineOptions): Engine {
   const logger = options.logger ?? silentLogger;
   const registry = createAdapterRegistry(options.adapters ?? [], {
     ...(options.moduleAccess === undefined ? {} : { moduleAccess: options.moduleAccess }),
+    ...(options.importModule === undefined ? {} : { importModule: options.importModule }),
   });
   const manager = new OrchestratorManager({
     queue: options.queue,

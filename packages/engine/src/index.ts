@@ -1,6 +1,7 @@
 export type {
   AdapterRegistry,
   AdapterRegistryOptions,
+  ModuleImporter,
   ModuleLoadFailure,
 } from "./config/adapter-registry.js";
 export { createAdapterRegistry } from "./config/adapter-registry.js";

@@ -1,6 +1,7 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { adapters } from "@factflow/adapters";
 import { ConfigError } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
@@ -196,6 +197,29 @@ routes:
     });
     expect(missing.map((i) => i.path)).toContain("adapter_modules[0]");
     expect(missing.some((i) => i.message.includes('unknown adapter "shout"'))).toBe(true);
+  });
+
+  it("imports an allowed module through the registry's importModule, and never a refused one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "factflow-engine-"));
+    writeFileSync(join(dir, "my-adapters.ts"), "// compiled by the importer below\n");
+    writeFileSync(
+      join(dir, "compiled.mjs"),
+      `export const adapters = [{ type: "compiled", create: () => ({}) }];\n`,
+    );
+    const imported: string[] = [];
+    const reg = createAdapterRegistry([], {
+      moduleAccess: { directories: [dir], packages: [] },
+      importModule: async (url) => {
+        imported.push(url);
+        return import(pathToFileURL(join(dir, "compiled.mjs")).href);
+      },
+    });
+    expect(await reg.loadModules(["./my-adapters.ts"], dir)).toEqual([]);
+    expect(imported).toEqual([pathToFileURL(realpathSync(join(dir, "my-adapters.ts"))).href]);
+    expect(reg.types()).toEqual(["compiled"]);
+    const refused = await reg.loadModules(["../elsewhere.ts"], dir);
+    expect(refused[0]?.message).toMatch(/refused/);
+    expect(imported).toHaveLength(1);
   });
 
   it("loads user adapters from a package name", async () => {

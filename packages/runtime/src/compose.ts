@@ -7,6 +7,7 @@ import {
   type Engine,
   type ExecutionHooks,
   loadPipelineConfig,
+  type ModuleImporter,
   parseScopedDestination,
   type StallDiagnosis,
   TERMINAL_EVENT_TYPES,
@@ -63,6 +64,8 @@ export interface ComposeOptions {
   readonly logger: Logger;
   /** Extra adapter definitions besides the built-ins. */
   readonly adapters?: readonly AdapterDefinition[];
+  /** How an allowed adapter module is imported (the CLI compiles TypeScript modules). @default `import()` */
+  readonly importModule?: ModuleImporter;
   /** Interval of `route_progress` events. @default 500 */
   readonly progressIntervalMs?: number;
   /** Storage to use instead of the file storage under `storage_root`. */
@@ -335,6 +338,7 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
       maxConcurrent: settings.max_concurrent,
       // Code comes only from where the operator pointed when the server started, never from a request.
       moduleAccess: moduleAccessOf(settings),
+      ...(options.importModule === undefined ? {} : { importModule: options.importModule }),
       // Only the in-process provider guarantees the publisher is the consumer; with a shared broker
       // another server may consume the message, so its lineage row must be committed first.
       strictLineage: rawProvider.name !== "embedded",

@@ -1,5 +1,10 @@
 import { adapters as builtinAdapters } from "@factflow/adapters";
-import { createAdapterRegistry, loadPipelineConfig, type ModuleAccess } from "@factflow/engine";
+import {
+  createAdapterRegistry,
+  loadPipelineConfig,
+  type ModuleAccess,
+  type ModuleImporter,
+} from "@factflow/engine";
 import type { AdapterDefinition, PipelineConfig } from "@factflow/protocols";
 import type { ConfigParser } from "./config-catalog.js";
 import type { Settings } from "./settings.js";
@@ -20,10 +25,11 @@ export function moduleAccessOf(settings: Settings): ModuleAccess {
  */
 export function createConfigValidator(
   settings: Settings,
-  options: { readonly adapters?: readonly AdapterDefinition[] } = {},
+  options: { readonly adapters?: readonly AdapterDefinition[]; readonly importModule?: ModuleImporter } = {},
 ): ConfigParser {
   const registry = createAdapterRegistry([...builtinAdapters, ...(options.adapters ?? [])], {
     moduleAccess: moduleAccessOf(settings),
+    ...(options.importModule === undefined ? {} : { importModule: options.importModule }),
   });
   return (source: string, path: string): Promise<PipelineConfig> =>
     loadPipelineConfig(source, {

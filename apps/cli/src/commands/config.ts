@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { ConfigError, type ConfigIssue } from "@factflow/protocols";
 import { ApiError } from "../api-client.js";
 import { type CliContext, openBackend, serverUrlOf, settingsOf, UsageError } from "../context.js";
+import { importModule } from "../module-importer.js";
 import { json, table } from "../output.js";
 import { getExecution, showExecution, watchExecution } from "./executions.js";
 import { parseInput } from "./run.js";
@@ -105,7 +106,9 @@ async function validateCommand(ctx: CliContext, file: string): Promise<number> {
     }
   } else {
     const { createConfigValidator } = await import("@factflow/runtime");
-    const parse = createConfigValidator(await settingsOf(ctx, { adapterDir: dirname(path) }));
+    const parse = createConfigValidator(await settingsOf(ctx, { adapterDir: dirname(path) }), {
+      importModule,
+    });
     result = await parse(source, path).then(
       () => ({ valid: true, issues: [] }),
       (error: unknown) => {

@@ -4,6 +4,7 @@ import { formatStallDiagnosis } from "@factflow/engine";
 import { ConfigError, type JsonValue } from "@factflow/protocols";
 import { preferBaselineWasm } from "../baseline-wasm.js";
 import { type CliContext, cliLogger, settingsOf, UsageError } from "../context.js";
+import { importModule } from "../module-importer.js";
 import { json } from "../output.js";
 import { ProgressDisplay, type RouteProgress } from "../progress.js";
 import { routeOrder } from "../route-order.js";
@@ -77,6 +78,7 @@ export async function runCommand(ctx: CliContext, args: readonly string[]): Prom
     logger: cliLogger(output),
     progressIntervalMs: 250,
     scheduleRetention: false,
+    importModule,
     // After stall_after_s without progress (--stall-after): what the run waits for, once per stall.
     onExecutionStalled: (_, diagnosis) => output.err(formatStallDiagnosis(diagnosis)),
   });

@@ -36,7 +36,15 @@ export interface AdapterRegistry {
 export interface AdapterRegistryOptions {
   /** Where `adapter_modules` may come from. @default NO_MODULE_ACCESS (nothing is imported) */
   readonly moduleAccess?: ModuleAccess;
+  /**
+   * Imports one allowed module by its URL, e.g. to compile a TypeScript module Node cannot import
+   * by itself. @default the runtime's `import()`
+   */
+  readonly importModule?: ModuleImporter;
 }
+
+/** Imports a module by its URL (`file:` URL, or a package name resolved by Node). */
+export type ModuleImporter = (url: string) => Promise<unknown>;
 
 /** Builds a registry from adapter definitions (e.g. `adapters` of `@factflow/adapters`). */
 export function createAdapterRegistry(
@@ -44,6 +52,7 @@ export function createAdapterRegistry(
   options: AdapterRegistryOptions = {},
 ): AdapterRegistry {
   const access = options.moduleAccess ?? NO_MODULE_ACCESS;
+  const importModule = options.importModule ?? ((url: string) => import(url));
   const byType = new Map<string, AdapterDefinition>();
   const loaded = new Set<string>();
   const registry: AdapterRegistry = {
@@ -62,7 +71,7 @@ export function createAdapterRegistry(
           continue;
         }
         try {
-          const module = (await import(checked.url)) as Partial<AdapterModule>;
+          const module = (await importModule(checked.url)) as Partial<AdapterModule>;
           if (!Array.isArray(module.adapters)) {
             failures.push({
               index,
