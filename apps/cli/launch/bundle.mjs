@@ -11,6 +11,7 @@
  * rebuild does not hold the event loop either). Written in plain JavaScript: it runs before any
  * TypeScript can load.
  */
+import { rmSync, writeFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { isBuiltin } from "node:module";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
@@ -25,10 +26,39 @@ const STAMP = join(BUNDLE_DIR, "current.json");
 /** Files outside the bundle's inputs whose change may change the bundle or its imports' targets. */
 const EXTRA_WATCHED = [fileURLToPath(import.meta.url), join(ROOT, "node_modules/.modules.yaml")];
 /**
- * Old builds are removed once this old: a process started on one (a `factflow serve`) may still
- * import its chunks.
+ * Old builds are removed once this old and no live process runs on them: a process started on one
+ * (a `factflow serve`) may still import its chunks, and marks the build while it runs ({@link
+ * markInUse}).
  */
 const KEEP_OLD_BUILDS_MS = 7 * 24 * 3600 * 1000;
+const IN_USE_PREFIX = "in-use-";
+
+/** Marks the build in `dir` as used by this process until it exits, so no prune removes it meanwhile. */
+export function markInUse(dir) {
+  const marker = join(dir, `${IN_USE_PREFIX}${process.pid}`);
+  try {
+    writeFileSync(marker, "");
+  } catch {
+    return;
+  }
+  process.on("exit", () => rmSync(marker, { force: true }));
+}
+
+/** True while a process that marked the build in `dir` still runs (a marker of a dead one is ignored). */
+export async function inUse(dir) {
+  for (const name of await readdir(dir).catch(() => [])) {
+    if (!name.startsWith(IN_USE_PREFIX)) continue;
+    const pid = Number(name.slice(IN_USE_PREFIX.length));
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (error) {
+      // EPERM: the process lives, under another user.
+      if (error?.code === "EPERM") return true;
+    }
+  }
+  return false;
+}
 
 /** Size and modification time: what tells a changed file here. */
 async function fingerprint(path) {
@@ -257,7 +287,7 @@ async function pruneOldBuilds(keep) {
     if (name === keep || name === "current.json") continue;
     const path = join(BUNDLE_DIR, name);
     const s = await stat(path).catch(() => undefined);
-    if (s?.isDirectory() && now - s.mtimeMs > KEEP_OLD_BUILDS_MS)
+    if (s?.isDirectory() && now - s.mtimeMs > KEEP_OLD_BUILDS_MS && !(await inUse(path)))
       await rm(path, { recursive: true, force: true }).catch(() => undefined);
   }
 }

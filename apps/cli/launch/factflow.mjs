@@ -8,7 +8,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { freshBundle, GRAPH } from "./bundle.mjs";
+import { freshBundle, GRAPH, markInUse } from "./bundle.mjs";
 
 let entry;
 try {
@@ -25,6 +25,7 @@ if (entry === undefined) {
   await import("../src/bin.ts");
 } else {
   const dir = dirname(entry);
+  markInUse(dir);
   const graph = JSON.parse(await readFile(join(dir, GRAPH), "utf8").catch(() => "{}"));
   globalThis.__factflowStagedImport = stagedImport(dir, graph);
   await globalThis.__factflowStagedImport("bin.js");

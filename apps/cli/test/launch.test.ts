@@ -76,3 +76,21 @@ describe("the workspace's factflow command (launch/factflow.mjs)", () => {
     expect(loaded).toEqual({ where: `${join(dir, "lib")}/` });
   });
 });
+
+describe("old bundle builds", () => {
+  it("count as in use while a process that marked them runs, not after it exited", async () => {
+    // @ts-expect-error: the launcher is plain JavaScript without declarations
+    const { inUse } = (await import("../launch/bundle.mjs")) as { inUse(dir: string): Promise<boolean> };
+    const build = join(scratch, "build-in-use");
+    mkdirSync(build, { recursive: true });
+    expect(await inUse(build)).toBe(false);
+    // A process that has exited: its pid answers no signal any more.
+    const exited = await new Promise<number>((done) => {
+      const child = execFile(process.execPath, ["-e", ""], () => done(child.pid as number));
+    });
+    writeFileSync(join(build, `in-use-${exited}`), "");
+    expect(await inUse(build)).toBe(false);
+    writeFileSync(join(build, `in-use-${process.pid}`), "");
+    expect(await inUse(build)).toBe(true);
+  });
+});
