@@ -1,6 +1,6 @@
 /**
  * `pnpm bench scale [provider] [executions] [items] [--providers a,b] [--processes 1,2,3]
- * [--handler-ms N] [--executions N] [--items N] [--cpu-prof DIR]`: the same pipeline on 1, 2 and 3 (or `--processes`)
+ * [--handler-ms N] [--executions N] [--items N] [--warmup-items N] [--cpu-prof DIR]`: the same pipeline on 1, 2 and 3 (or `--processes`)
  * `factflow serve` processes sharing one broker (`rabbitmq`, `artemis`, `redis` or `pulsar`) and one
  * PostgreSQL (cluster mode, see docs/deployment.md). Each round gets a fresh database (and, on Redis,
  * a key prefix of its own), starts its servers, starts the executions round-robin through them, and
@@ -10,7 +10,7 @@
  *
  * The pipeline fans each execution's init message out into `items` items that pass two routes of
  * concurrency 8 per server. Without `--handler-ms` both routes pass messages straight on (the
- * servers' own cost per message; defaults 6 executions × 500 items). With `--handler-ms N` each
+ * servers' own cost per message; defaults 6 executions × 2000 items). With `--handler-ms N` each
  * handler of the two routes waits N ms first, as an HTTP or model call would, and the execution's
  * `max_handlers` is 8, so each server runs at most 8 handlers at once (defaults 1 execution × 3000
  * items): one server is bound by the wait, and servers add capacity where the machine's two cores
@@ -38,6 +38,12 @@ const CLI = resolve(ROOT, "apps/cli/src/bin.ts");
 const CLOCK_TICK_MS = 10;
 /** Handlers each server runs at once per route, and deliveries it may hold per route. */
 const CONCURRENCY = 8;
+/**
+ * Items of each server's warm-up execution. V8 optimises a function only after it has run many
+ * times: with a few dozen items, the measured round also paid for every server compiling the
+ * delivery path, once per process, and more servers looked dearer per message for that alone.
+ */
+const WARMUP_ITEMS = 2000;
 const PREFETCH = 16;
 /** How long the servers' CPU is sampled while they hold no work. */
 const IDLE_SAMPLE_MS = 3000;
@@ -357,9 +363,9 @@ export async function run(args: string[]): Promise<void> {
   const handlerMs = Number(values["handler-ms"]);
   // With waiting handlers a server runs 8 at once per execution: one execution, so 8 per server.
   const executions = Number(values.executions ?? positionals[1] ?? (handlerMs > 0 ? 1 : 6));
-  const items = Number(values.items ?? positionals[2] ?? (handlerMs > 0 ? 3000 : 500));
+  const items = Number(values.items ?? positionals[2] ?? (handlerMs > 0 ? 3000 : 2000));
   const counts = numbers(values.processes);
-  const warmupItems = Number(values["warmup-items"] ?? 2 * CONCURRENCY);
+  const warmupItems = Number(values["warmup-items"] ?? WARMUP_ITEMS);
   const invalid = [executions, items, handlerMs, warmupItems, ...counts].some(
     (n) => !Number.isInteger(n) || n < 0,
   );
