@@ -3,7 +3,7 @@ import { type Logger, ProviderError } from "@factflow/protocols";
 import { classifyError } from "./classify-error.js";
 import type { EmbeddedConfig } from "./config.js";
 import { PROVIDER_NAME } from "./errors.js";
-import type { Journal, ReadAhead } from "./journal.js";
+import { emptyReadAhead, type Journal, type ReadAhead } from "./journal.js";
 import { type JournalTimers, type LogFile, nodeTimers } from "./log-file.js";
 import type { MessageContent, StoredMessage } from "./message.js";
 import type { QueueDefinition } from "./queue-options.js";
@@ -115,7 +115,11 @@ export class FileJournal implements Journal {
     ) {
       this.#readFd ??= openSync(this.path, "r");
       const size = Math.max(message.logLength, READ_AHEAD_BYTES);
-      const buffer = Buffer.allocUnsafe(size);
+      let buffer = readAhead.backing;
+      if (buffer === undefined || buffer.length < size) {
+        buffer = Buffer.allocUnsafeSlow(size);
+        readAhead.backing = buffer;
+      }
       let filled = 0;
       while (filled < size) {
         const n = readSync(this.#readFd, buffer, filled, size - filled, start + filled);
@@ -364,7 +368,7 @@ export class FileJournal implements Journal {
     let size = 0;
     // The copy is written as it is encoded, a chunk at a time, so compacting never holds the whole
     // live set encoded in memory. Settlements made meanwhile are appended after the copy.
-    const readAhead: ReadAhead = { start: 0, data: Buffer.alloc(0), generation: -1 };
+    const readAhead = emptyReadAhead();
     const self = this;
     function* framed(): Generator<Buffer> {
       size = LOG_MAGIC.length;

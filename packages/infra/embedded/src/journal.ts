@@ -10,10 +10,12 @@ export interface ReadAhead {
   data: Buffer;
   /** The log file the bytes came from (compaction replaces it). */
   generation: number;
+  /** The memory `data` is read into, reused by the next read (content is copied out of it). */
+  backing: Buffer | undefined;
 }
 
 export function emptyReadAhead(): ReadAhead {
-  return { start: 0, data: Buffer.alloc(0), generation: -1 };
+  return { start: 0, data: Buffer.alloc(0), generation: -1, backing: undefined };
 }
 
 /**
