@@ -304,8 +304,12 @@ export async function engineRound(
 ): Promise<Round> {
   const journal =
     mode.queue === "file" ? await mkdtemp(join(tmpdir(), "factflow-bench-peer-queue-")) : undefined;
+  // The seed's input carries all N items in one message (about 17 bytes each): room for 500 000.
+  const maxMessageBytes = 16 * 2 ** 20;
   const queue = createEmbeddedProvider(
-    journal === undefined ? { mode: "memory" } : { mode: "file", dataDir: journal },
+    journal === undefined
+      ? { mode: "memory", maxMessageBytes }
+      : { mode: "file", dataDir: journal, maxMessageBytes },
   );
   await queue.connect();
   const engine = createEngine({

@@ -14,8 +14,8 @@ import {
   type SettlementVerdict,
 } from "@factflow/provider-kit";
 import type { EmbeddedConfig } from "./config.js";
-import type { Journal } from "./journal.js";
-import type { PreparedMessage, StoredMessage } from "./message.js";
+import { emptyReadAhead, type Journal } from "./journal.js";
+import { dropContent, type PreparedMessage, restoreContent, type StoredMessage } from "./message.js";
 import { queueKey, subscriptionKey, type Target } from "./naming.js";
 import { PhysicalQueue } from "./physical-queue.js";
 import { mergeLayout, type QueueDefinition, sameLayout } from "./queue-options.js";
@@ -38,12 +38,17 @@ export class Broker {
   readonly live = new Map<number, StoredMessage>();
   liveBytes = 0;
   liveCount = 0;
+  /** Bytes of the live messages whose content is in memory (`memoryBudgetBytes` bounds it). */
+  residentBytes = 0;
+  /** Live messages whose content is paged out to the log (file mode). */
+  pagedOut = 0;
   nextSeq = 1;
   readonly counters: DurabilityCounters = emptyDurabilityCounters();
   readonly scheduler = new Scheduler();
   #consumers = 0;
   closed = false;
   readonly #pump = (queue: PhysicalQueue): void => this.pump(queue);
+  readonly #pageIn = (queue: PhysicalQueue, message: StoredMessage): void => this.pageIn(queue, message);
   /** When the current stretch of work without an event-loop turn began (see `#mustYield`). */
   #sliceStart = 0;
   #sliceOpen = false;
@@ -64,6 +69,7 @@ export class Broker {
         undefined,
         this.scheduler,
         this.#pump,
+        this.#pageIn,
       );
       this.queues.set(key, queue);
     }
@@ -86,6 +92,7 @@ export class Broker {
       subscription,
       this.scheduler,
       this.#pump,
+      this.#pageIn,
     );
     this.queues.set(key, queue);
     subs.set(subscription, queue);
@@ -134,6 +141,7 @@ export class Broker {
     if (this.closed) return;
     this.adopt(message);
     queue.enqueue(message, Date.now());
+    this.pageOutIfOverBudget(message);
     this.pump(queue);
   }
 
@@ -146,6 +154,7 @@ export class Broker {
       const queue = queues[i] as PhysicalQueue;
       this.adopt(message);
       queue.enqueue(message, now);
+      this.pageOutIfOverBudget(message);
       this.pump(queue);
     }
   }
@@ -155,12 +164,47 @@ export class Broker {
     if (this.journal.durable) this.live.set(message.seq, message);
     this.liveCount++;
     this.liveBytes += message.bytes;
+    this.residentBytes += message.bytes;
   }
 
   #forget(message: StoredMessage): void {
     if (this.journal.durable) this.live.delete(message.seq);
     this.liveCount--;
     this.liveBytes -= message.bytes;
+    if (message.resident) this.residentBytes -= message.bytes;
+    else this.pagedOut--;
+  }
+
+  /**
+   * File mode: once the content of the live messages in memory exceeds `memoryBudgetBytes`, a
+   * message that has just started to wait keeps only what ordering and settlement need; its content
+   * stays in the log, read back when it is delivered ({@link pageIn}). Called once its place in the
+   * queue is set (a FIFO lane may be keyed by its body). Dead letters stay in memory.
+   */
+  pageOutIfOverBudget(message: StoredMessage): void {
+    if (this.residentBytes <= this.config.memoryBudgetBytes || !this.journal.durable) return;
+    if (!message.resident || message.dead !== undefined || message.logOffset < 0) return;
+    dropContent(message);
+    this.residentBytes -= message.bytes;
+    this.pagedOut++;
+  }
+
+  /** Reads a paged-out message's content back from the log. Throws when the log cannot be read. */
+  pageIn(queue: PhysicalQueue, message: StoredMessage): void {
+    restoreContent(message, this.journal.readContent(message, queue.readAhead));
+    this.pagedOut--;
+    this.residentBytes += message.bytes;
+  }
+
+  /** After compaction: every live message's record is where the compacted log put it. */
+  relocated(): void {
+    for (const message of this.live.values()) {
+      if (message.nextLogOffset < 0) continue;
+      message.logOffset = message.nextLogOffset;
+      message.logLength = message.nextLogLength;
+      message.nextLogOffset = -1;
+    }
+    for (const queue of this.queues.values()) queue.readAhead.generation = -1;
   }
 
   /** Applies a queue definition (layout + subscription defaults). Returns whether anything changed. */
@@ -261,11 +305,33 @@ export class Broker {
           if (chosen === undefined) break;
           const message = queue.ready.next(now);
           if (message === undefined) break;
+          if (!message.resident && !this.#pagedIn(queue, message, now)) break;
           chosen.take(message);
         }
       } while (queue.pumpAgain);
+      // A drained queue lets go of the log it read ahead.
+      if (queue.ready.size === 0 && queue.readAhead.data.length > 0) queue.readAhead = emptyReadAhead();
     } finally {
       queue.pumping = false;
+    }
+  }
+
+  /**
+   * Pages a message taken for delivery back in. When the log cannot be read, the message goes back
+   * to the front of its queue, unconsumed, and the failure is logged; the next pump tries again.
+   */
+  #pagedIn(queue: PhysicalQueue, message: StoredMessage, now: number): boolean {
+    try {
+      this.pageIn(queue, message);
+      return true;
+    } catch (error) {
+      queue.returnToFront(message, now);
+      this.logger.error("[factflow/embedded] could not read a waiting message back from the queue log", {
+        queue: queue.key,
+        seq: message.seq,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return false;
     }
   }
 

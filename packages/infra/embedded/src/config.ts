@@ -28,6 +28,13 @@ export const EmbeddedConfigSchema = v.strictObject({
    */
   compactAfterBytes: v.optional(int(4_096, 68_719_476_736), 67_108_864),
   /**
+   * File mode: bytes (JSON body + headers, as `maxMessageBytes` counts them) of waiting messages kept
+   * in memory. Beyond it a newly stored message keeps only its place, priority, delay and attempt in
+   * memory; its body and headers stay in the log and are read back, a stretch of the log at a time,
+   * when it is delivered. Memory mode ignores it (everything is in memory). @default 16777216
+   */
+  memoryBudgetBytes: v.optional(int(0, 68_719_476_736), 16_777_216),
+  /**
    * Prefetch of a subscription that sets none (and whose queue definition sets none), raised to its
    * concurrency when that is larger; 1 to `MAX_PREFETCH` like every prefetch. @default 10
    */

@@ -1,12 +1,13 @@
+import { closeSync, openSync, readSync } from "node:fs";
 import { type Logger, ProviderError } from "@factflow/protocols";
 import { classifyError } from "./classify-error.js";
 import type { EmbeddedConfig } from "./config.js";
 import { PROVIDER_NAME } from "./errors.js";
-import type { Journal } from "./journal.js";
+import { emptyReadAhead, type Journal, type ReadAhead } from "./journal.js";
 import { type JournalTimers, type LogFile, nodeTimers } from "./log-file.js";
-import type { StoredMessage } from "./message.js";
+import type { MessageContent, StoredMessage } from "./message.js";
 import type { QueueDefinition } from "./queue-options.js";
-import { encodeMessage, encodeRecord, frame, LOG_MAGIC } from "./record-codec.js";
+import { decodeContent, encodeMessage, encodeRecord, frame, LOG_MAGIC } from "./record-codec.js";
 
 interface Waiter {
   resolve(): void;
@@ -23,8 +24,23 @@ export interface JournalStats {
   logBytes: number;
 }
 
-/** The live state to write when compacting, as record payloads. */
-export type SnapshotSource = () => { records: Iterable<string>; liveBytes: number; liveCount: number };
+/** The live state to write when compacting. */
+export interface Snapshot {
+  /** Record payloads, and live messages (encoded by the journal, paged-out ones read back first). */
+  records: Iterable<string | StoredMessage>;
+  liveBytes: number;
+  liveCount: number;
+  /**
+   * Called once the compacted log has replaced the old one and before the old one is let go: every
+   * live message written by this compaction moves its `nextLogOffset` to `logOffset`.
+   */
+  relocated?(): void;
+}
+
+export type SnapshotSource = () => Snapshot;
+
+/** How much of the log one read brings in when a paged-out message is read back. */
+const READ_AHEAD_BYTES = 256 * 1024;
 
 /** Logs smaller than this are never compacted early: replaying them costs next to nothing. */
 const MIN_COMPACT_BYTES = 1024 * 1024;
@@ -45,6 +61,12 @@ export class FileJournal implements Journal {
   readonly stats: JournalStats;
   #pending: Buffer[] = [];
   #pendingBytes = 0;
+  /** Messages whose publish records are pending; their offsets are relative to the batch until written. */
+  #placed: StoredMessage[] = [];
+  /** Descriptor the content of paged-out messages is read from: the log as the offsets know it. */
+  #readFd: number | undefined;
+  /** Counts the logs compaction put in place, so a read-ahead of an older one is not used. */
+  #generation = 0;
   #waiters: Waiter[] = [];
   #cancelWakeUp: (() => void) | undefined;
   #flushing: Promise<void> | undefined;
@@ -64,7 +86,57 @@ export class FileJournal implements Journal {
   }
 
   publish(messages: readonly StoredMessage[]): Promise<void> {
-    return this.#appendAndWait(messages.map(encodeMessage));
+    const refused = this.#refusal();
+    if (refused !== undefined) return refused;
+    if (messages.length === 0) return Promise.resolve();
+    for (const message of messages) {
+      // The frame lands at this offset within the batch; the batch's own offset is added when it is
+      // written.
+      message.logOffset = this.#pendingBytes;
+      this.#enqueue(encodeMessage(message));
+      message.logLength = this.#pendingBytes - message.logOffset;
+      this.#placed.push(message);
+    }
+    return this.#committed();
+  }
+
+  /**
+   * Reads the content of a paged-out message back from its publish record. Synchronous, so that a
+   * delivery never waits for the event loop: a read brings in {@link READ_AHEAD_BYTES} of the log,
+   * which holds the records of the messages published after it, the ones delivered next.
+   */
+  readContent(message: StoredMessage, readAhead: ReadAhead): MessageContent {
+    const start = message.logOffset;
+    const end = start + message.logLength;
+    if (
+      readAhead.generation !== this.#generation ||
+      start < readAhead.start ||
+      end > readAhead.start + readAhead.data.length
+    ) {
+      this.#readFd ??= openSync(this.path, "r");
+      const size = Math.max(message.logLength, READ_AHEAD_BYTES);
+      let buffer = readAhead.backing;
+      if (buffer === undefined || buffer.length < size) {
+        buffer = Buffer.allocUnsafeSlow(size);
+        readAhead.backing = buffer;
+      }
+      let filled = 0;
+      while (filled < size) {
+        const n = readSync(this.#readFd, buffer, filled, size - filled, start + filled);
+        if (n === 0) break;
+        filled += n;
+      }
+      if (filled < message.logLength) {
+        throw new Error(
+          `the queue log ${this.path} ends at byte ${start + filled}, before the record of message ${message.seq}`,
+        );
+      }
+      readAhead.start = start;
+      readAhead.data = buffer.subarray(0, filled);
+      readAhead.generation = this.#generation;
+    }
+    const from = start - readAhead.start;
+    return decodeContent(readAhead.data.subarray(from, from + message.logLength), message.seq);
   }
 
   ack(message: StoredMessage): void {
@@ -104,6 +176,11 @@ export class FileJournal implements Journal {
     return this.#appendAndWait([encodeRecord({ t: "s", q: queueKey })]);
   }
 
+  /** Opens the descriptor paged-out messages are read from (the log as recovered). */
+  openReader(): void {
+    this.#readFd ??= openSync(this.path, "r");
+  }
+
   /** Commits everything still pending, then closes the file. */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -124,6 +201,17 @@ export class FileJournal implements Journal {
       );
     }
     await this.file.close().catch(() => undefined);
+    this.#closeReader();
+  }
+
+  #closeReader(): void {
+    if (this.#readFd === undefined) return;
+    try {
+      closeSync(this.#readFd);
+    } catch {
+      // Nothing to do about a descriptor that will not close.
+    }
+    this.#readFd = undefined;
   }
 
   #push(json: string): void {
@@ -149,6 +237,15 @@ export class FileJournal implements Journal {
    * else is written afterwards.
    */
   #appendAndWait(records: readonly string[]): Promise<void> {
+    const refused = this.#refusal();
+    if (refused !== undefined) return refused;
+    if (records.length === 0) return Promise.resolve();
+    for (const record of records) this.#enqueue(record);
+    return this.#committed();
+  }
+
+  /** Why nothing more can be appended, as the rejection to return, or undefined. */
+  #refusal(): Promise<void> | undefined {
     if (this.#failed !== undefined) return Promise.reject(this.#failed);
     if (this.#closed) {
       return Promise.reject(
@@ -159,8 +256,11 @@ export class FileJournal implements Journal {
         ),
       );
     }
-    if (records.length === 0) return Promise.resolve();
-    for (const record of records) this.#enqueue(record);
+    return undefined;
+  }
+
+  /** A waiter for the commit of what is pending now (see {@link FileJournal.#appendAndWait}). */
+  #committed(): Promise<void> {
     const committed = new Promise<void>((resolve, reject) => this.#waiters.push({ resolve, reject }));
     this.#wake();
     return committed;
@@ -197,9 +297,14 @@ export class FileJournal implements Journal {
       const buffers = this.#pending;
       const waiters = this.#waiters;
       const size = this.#pendingBytes;
+      const placed = this.#placed;
       this.#pending = [];
       this.#waiters = [];
       this.#pendingBytes = 0;
+      this.#placed = [];
+      // The log is appended to: this batch starts where it ends now.
+      const base = this.stats.logBytes;
+      for (const message of placed) message.logOffset += base;
       try {
         await this.file.append(buffers.length === 1 ? (buffers[0] as Buffer) : Buffer.concat(buffers, size));
         if (this.config.fsync) await this.file.sync();
@@ -220,6 +325,7 @@ export class FileJournal implements Journal {
         for (const waiter of [...waiters, ...this.#waiters]) waiter.reject(this.#failed);
         this.#waiters = [];
         this.#pending = [];
+        this.#placed = [];
         return;
       }
       if (this.#shouldCompact()) {
@@ -258,14 +364,38 @@ export class FileJournal implements Journal {
    */
   async #compact(): Promise<void> {
     await new Promise<void>((resolve) => this.timers.schedule(resolve, 0));
-    const parts: Buffer[] = [LOG_MAGIC];
-    let size = LOG_MAGIC.length;
-    for (const json of this.snapshot().records) {
-      const buffer = frame(json);
-      parts.push(buffer);
-      size += buffer.length;
+    const snapshot = this.snapshot();
+    let size = 0;
+    // The copy is written as it is encoded, a chunk at a time, so compacting never holds the whole
+    // live set encoded in memory. Settlements made meanwhile are appended after the copy.
+    const readAhead = emptyReadAhead();
+    const self = this;
+    function* framed(): Generator<Buffer> {
+      size = LOG_MAGIC.length;
+      yield LOG_MAGIC;
+      for (const item of snapshot.records) {
+        if (typeof item === "string") {
+          const buffer = frame(item);
+          size += buffer.length;
+          yield buffer;
+          continue;
+        }
+        const buffer = frame(
+          encodeMessage(item.resident ? item : { ...item, ...self.readContent(item, readAhead) }),
+        );
+        item.nextLogOffset = size;
+        item.nextLogLength = buffer.length;
+        size += buffer.length;
+        yield buffer;
+      }
     }
-    await this.file.replace(parts, size);
+    await this.file.replace(framed());
+    // Reads of paged-out messages used the old log up to here; from now on the new one.
+    snapshot.relocated?.();
+    const reading = this.#readFd !== undefined;
+    this.#closeReader();
+    this.#generation++;
+    if (reading) this.openReader();
     const before = this.stats.logBytes;
     this.stats.logBytes = size;
     this.stats.compactions++;

@@ -1,5 +1,22 @@
-import type { StoredMessage } from "./message.js";
+import type { MessageContent, StoredMessage } from "./message.js";
 import type { QueueDefinition } from "./queue-options.js";
+
+/**
+ * The last stretch of the log a queue read while paging messages back in: the records after the one
+ * asked for usually belong to the messages delivered next, so one read serves many of them.
+ */
+export interface ReadAhead {
+  start: number;
+  data: Buffer;
+  /** The log file the bytes came from (compaction replaces it). */
+  generation: number;
+  /** The memory `data` is read into, reused by the next read (content is copied out of it). */
+  backing: Buffer | undefined;
+}
+
+export function emptyReadAhead(): ReadAhead {
+  return { start: 0, data: Buffer.alloc(0), generation: -1, backing: undefined };
+}
 
 /**
  * Where the broker records what happened. The memory mode records nothing; the file mode appends to
@@ -16,6 +33,8 @@ export interface Journal {
   discard(message: StoredMessage): Promise<void>;
   define(queueKey: string, definition: QueueDefinition): Promise<void>;
   subscribe(queueKey: string): Promise<void>;
+  /** Reads the content of a paged-out message back from its publish record (file mode only). */
+  readContent(message: StoredMessage, readAhead: ReadAhead): MessageContent;
   close(): Promise<void>;
 }
 
@@ -32,5 +51,8 @@ export const memoryJournal: Journal = {
   discard: () => resolved,
   define: () => resolved,
   subscribe: () => resolved,
+  readContent() {
+    throw new Error("[factflow/embedded] the memory mode never pages messages out");
+  },
   close: () => resolved,
 };

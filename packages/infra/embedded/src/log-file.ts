@@ -11,8 +11,11 @@ export interface LogFile {
   append(data: Buffer): Promise<void>;
   /** `fdatasync`: what was appended survives power loss once this resolves. */
   sync(): Promise<void>;
-  /** Writes `parts` to a new file, makes it durable, renames it over the log and appends there from now on. */
-  replace(parts: readonly Buffer[], size: number): Promise<void>;
+  /**
+   * Writes `parts` to a new file, makes it durable, renames it over the log and appends there from
+   * now on. `parts` is consumed as it is written (it may be produced lazily).
+   */
+  replace(parts: Iterable<Buffer>): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -123,6 +123,9 @@ export async function recoverLog(
     let corruptTail: CorruptTail | undefined;
     const scan = scanLog(data);
     let validBytes = scan.validBytes;
+    // Where each record's frame starts in the log as it is after recovery.
+    const offsets = scan.offsets;
+    const lengths = scan.lengths;
     if (data.length === 0) {
       await writeFile(path, LOG_MAGIC);
       validBytes = LOG_MAGIC.length;
@@ -155,7 +158,14 @@ export async function recoverLog(
         movedTo,
         Buffer.concat(scan.damaged.map((d) => data.subarray(d.offset, d.offset + d.bytes))),
       );
-      const rewritten = Buffer.concat([LOG_MAGIC, ...scan.records.map((r) => frame(JSON.stringify(r)))]);
+      const frames = scan.records.map((r) => frame(JSON.stringify(r)));
+      let at = LOG_MAGIC.length;
+      for (let i = 0; i < frames.length; i++) {
+        offsets[i] = at;
+        lengths[i] = (frames[i] as Buffer).length;
+        at += lengths[i] as number;
+      }
+      const rewritten = Buffer.concat([LOG_MAGIC, ...frames]);
       await writeFile(`${path}.compact`, rewritten);
       await rename(`${path}.compact`, path);
       validBytes = rewritten.length;
@@ -172,7 +182,7 @@ export async function recoverLog(
     }
     const handle = await open(path, "a");
     await handle.datasync();
-    return { state: replay(scan.records, validBytes, corruptTail, damaged), handle, path };
+    return { state: replay(scan.records, offsets, lengths, validBytes, corruptTail, damaged), handle, path };
   } catch (error) {
     throw classifyError(error, `recovering the queue log in ${dir}`);
   }
@@ -180,6 +190,8 @@ export async function recoverLog(
 
 function replay(
   records: ReturnType<typeof scanLog>["records"],
+  offsets: readonly number[],
+  lengths: readonly number[],
   logBytes: number,
   corruptTail: CorruptTail | undefined,
   damaged: DamagedLog | undefined,
@@ -188,12 +200,18 @@ function replay(
   const subscriptions = new Set<string>();
   const messages = new Map<number, StoredMessage>();
   let maxSeq = 0;
-  for (const record of records) {
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i] as (typeof records)[number];
     switch (record.t) {
-      case "p":
-        messages.set(record.s, decodeMessage(record));
+      case "p": {
+        const message = decodeMessage(record);
+        // Where its record's frame is, so that the broker can page it out and read it back.
+        message.logOffset = offsets[i] as number;
+        message.logLength = lengths[i] as number;
+        messages.set(record.s, message);
         if (record.s > maxSeq) maxSeq = record.s;
         break;
+      }
       case "a":
       case "x":
         messages.delete(record.s);

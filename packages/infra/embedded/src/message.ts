@@ -14,20 +14,34 @@ export interface DeadInfo {
 /**
  * One copy of a message in one physical queue. The body is kept encoded: it is what the log stores,
  * it isolates the publisher's object from the consumer's, and it is what the size limit measures.
+ *
+ * In the file mode a waiting message may be paged out (see `memoryBudgetBytes`): its content (id,
+ * body, headers, correlation, trace, publish time) is dropped from memory and read back from its
+ * publish record in the log before it is delivered. What ordering, priority, delay and settlement
+ * need stays in memory.
  */
 export interface StoredMessage {
   seq: number;
   queueKey: string;
-  readonly id: string;
-  readonly bodyJson: string;
+  id: string;
+  bodyJson: string;
   /** Caller headers plus the identity headers; attempt and last error are added per delivery. */
-  readonly headers: Readonly<Record<string, string>>;
-  readonly correlationId: string;
-  readonly executionId: string | undefined;
-  readonly traceparent: string | undefined;
+  headers: Readonly<Record<string, string>>;
+  correlationId: string;
+  executionId: string | undefined;
+  traceparent: string | undefined;
   readonly priority: number | undefined;
-  readonly publishedAt: string;
+  publishedAt: string;
   readonly bytes: number;
+  /** False while the content is paged out to the log. */
+  resident: boolean;
+  /** File mode: where the frame of its publish record starts in the log (-1 before it is written). */
+  logOffset: number;
+  /** File mode: the length of that frame, header included. */
+  logLength: number;
+  /** Where compaction rewrote the record, until the compacted log replaces the current one. */
+  nextLogOffset: number;
+  nextLogLength: number;
   attempt: number;
   /** Epoch ms before which it must not be delivered; 0 = now. */
   notBefore: number;
@@ -79,7 +93,49 @@ export function prepareMessage(
     lane: undefined,
     dead: undefined,
     deliveryHeaders: undefined,
+    resident: true,
+    logOffset: -1,
+    logLength: 0,
+    nextLogOffset: -1,
+    nextLogLength: 0,
   };
+}
+
+/** The part of a message that paging drops and reads back from the log. */
+export interface MessageContent {
+  readonly id: string;
+  readonly bodyJson: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly correlationId: string;
+  readonly executionId: string | undefined;
+  readonly traceparent: string | undefined;
+  readonly publishedAt: string;
+}
+
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+/** Drops the content of a message whose publish record is in the log (the caller checked). */
+export function dropContent(message: StoredMessage): void {
+  message.resident = false;
+  message.id = "";
+  message.bodyJson = "";
+  message.headers = NO_HEADERS;
+  message.correlationId = "";
+  message.executionId = undefined;
+  message.traceparent = undefined;
+  message.publishedAt = "";
+}
+
+/** Puts content read back from the log into a paged-out message. */
+export function restoreContent(message: StoredMessage, content: MessageContent): void {
+  message.id = content.id;
+  message.bodyJson = content.bodyJson;
+  message.headers = content.headers;
+  message.correlationId = content.correlationId;
+  message.executionId = content.executionId;
+  message.traceparent = content.traceparent;
+  message.publishedAt = content.publishedAt;
+  message.resident = true;
 }
 
 /** The envelope a handler receives for this delivery (a fresh body object each time). */

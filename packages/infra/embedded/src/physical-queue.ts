@@ -1,4 +1,5 @@
 import type { Destination } from "@factflow/protocols";
+import { emptyReadAhead, type ReadAhead } from "./journal.js";
 import { laneOf, type StoredMessage } from "./message.js";
 import { DEFAULT_LAYOUT, type QueueDefinition, type QueueLayout } from "./queue-options.js";
 import { LaneReadySet, type ReadySet, StandardReadySet } from "./ready-set.js";
@@ -26,6 +27,8 @@ export class PhysicalQueue {
   pumpAgain = false;
   /** A pump is scheduled for the next turn of the event loop (see `Broker.pump`). */
   pumpDeferred = false;
+  /** The log this queue last read paged-out messages from (file mode). */
+  readAhead: ReadAhead = emptyReadAhead();
 
   constructor(
     readonly key: string,
@@ -33,6 +36,8 @@ export class PhysicalQueue {
     readonly subscription: string | undefined,
     private readonly scheduler: Scheduler,
     private readonly pump: (queue: PhysicalQueue) => void,
+    /** Reads a paged-out message's content back (its FIFO lane may depend on body or headers). */
+    private readonly pageIn: (queue: PhysicalQueue, message: StoredMessage) => void,
   ) {
     this.ready = this.#makeReady();
   }
@@ -54,7 +59,10 @@ export class PhysicalQueue {
         ...(groupByHeader === undefined ? {} : { groupByHeader }),
       };
       return new LaneReadySet(
-        (message) => laneOf(message, key),
+        (message) => {
+          if (!message.resident) this.pageIn(this, message);
+          return laneOf(message, key);
+        },
         (due, wake) => this.scheduler.at(due, wake),
         () => this.pump(this),
       );

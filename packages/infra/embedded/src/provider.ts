@@ -27,10 +27,10 @@ import {
   type RecoveredState,
   recoverLog,
 } from "./log-store.js";
-import { prepareMessage } from "./message.js";
+import { prepareMessage, type StoredMessage } from "./message.js";
 import { parseKey, resolveTarget, validateSubscriptionName } from "./naming.js";
 import { parseDefinition, type QueueDefinition } from "./queue-options.js";
-import { encodeMessage, encodeRecord } from "./record-codec.js";
+import { encodeRecord } from "./record-codec.js";
 
 /** Figures of the embedded store: what recovery found and what the log looks like now. */
 export interface EmbeddedStoreStats {
@@ -39,6 +39,10 @@ export interface EmbeddedStoreStats {
   readonly liveMessages: number;
   /** Body + header bytes of those messages. */
   readonly liveBytes: number;
+  /** Body + header bytes of the live messages whose content is in memory (see `memoryBudgetBytes`). */
+  readonly residentBytes: number;
+  /** Live messages whose content is paged out to the log, read back when delivered (file mode). */
+  readonly pagedOutMessages: number;
   /** Current log size (file mode). */
   readonly logBytes: number;
   readonly commits: number;
@@ -98,17 +102,20 @@ function restore(broker: Broker, state: RecoveredState): void {
         : broker.subscriptionQueue(parsed.name, parsed.subscription).queue;
     broker.adopt(message);
     if (message.dead !== undefined) queue.dead.set(message.seq, message);
-    else queue.enqueue(message, now);
+    else {
+      queue.enqueue(message, now);
+      broker.pageOutIfOverBudget(message);
+    }
   }
   broker.nextSeq = state.maxSeq + 1;
 }
 
-function* snapshotRecords(broker: Broker): Generator<string> {
+function* snapshotRecords(broker: Broker): Generator<string | StoredMessage> {
   for (const queue of broker.queues.values()) {
     if (queue.isTopicSubscription) yield encodeRecord({ t: "s", q: queue.key });
     if (queue.definition !== undefined) yield encodeRecord({ t: "q", q: queue.key, o: queue.definition });
   }
-  for (const message of broker.live.values()) yield encodeMessage(message);
+  yield* broker.live.values();
 }
 
 /**
@@ -167,9 +174,15 @@ export function createEmbeddedProvider(
           nodeLogFile(log.path, log.handle),
           log.state.logBytes,
           config,
-          () => ({ records: snapshotRecords(b), liveBytes: b.liveBytes, liveCount: b.liveCount }),
+          () => ({
+            records: snapshotRecords(b),
+            liveBytes: b.liveBytes,
+            liveCount: b.liveCount,
+            relocated: () => b.relocated(),
+          }),
           logger,
         );
+        journal.openReader();
         b.journal = journal;
         restore(b, log.state);
       } catch (error) {
@@ -201,9 +214,11 @@ export function createEmbeddedProvider(
       const b = use("publish");
       const target = publishTarget(destination);
       const prepared = prepareMessage(target.destination, message, config.maxMessageBytes, Date.now());
+      // Read before the message is stored: by the time its commit resolves it may be paged out.
+      const id = prepared.id;
       const durable = b.publish(target, prepared);
       if (durable !== undefined) await durable;
-      return { id: prepared.id };
+      return { id };
     },
 
     async subscribe(destination, handler, options) {
@@ -249,6 +264,8 @@ export function createEmbeddedProvider(
         mode: config.mode,
         liveMessages: broker?.liveCount ?? 0,
         liveBytes: broker?.liveBytes ?? 0,
+        residentBytes: broker?.residentBytes ?? 0,
+        pagedOutMessages: broker?.pagedOut ?? 0,
         logBytes: journal?.stats.logBytes ?? 0,
         commits: journal?.stats.commits ?? 0,
         compactions: journal?.stats.compactions ?? 0,

@@ -1,5 +1,5 @@
 import { crc32 } from "node:zlib";
-import type { StoredMessage } from "./message.js";
+import type { MessageContent, StoredMessage } from "./message.js";
 import type { QueueDefinition } from "./queue-options.js";
 
 /**
@@ -103,10 +103,40 @@ export function decodeMessage(r: Extract<LogRecord, { t: "p" }>): StoredMessage 
     redelivered: false,
     lane: undefined,
     deliveryHeaders: undefined,
+    resident: true,
+    logOffset: -1,
+    logLength: 0,
+    nextLogOffset: -1,
+    nextLogLength: 0,
     dead:
       r.dr === undefined
         ? undefined
         : { reason: r.dr, at: r.da ?? r.ts, attempts: r.dn ?? r.a, lastError: r.le },
+  };
+}
+
+/**
+ * The content of message `seq` from the framed publish record in `frame` (header included). Throws
+ * when the bytes are not that record: a damaged log, or an offset that points elsewhere.
+ */
+export function decodeContent(framed: Buffer, seq: number): MessageContent {
+  const length = framed.length - RECORD_HEADER_BYTES;
+  const payload = framed.subarray(RECORD_HEADER_BYTES);
+  if (framed.readUInt32LE(0) !== length || crc32(payload) !== framed.readUInt32LE(4)) {
+    throw new Error(`the log record of message ${seq} is damaged (length or CRC mismatch)`);
+  }
+  const r = JSON.parse(payload.toString("utf8")) as LogRecord;
+  if (r.t !== "p" || r.s !== seq) {
+    throw new Error(`the log record read for message ${seq} belongs to another record`);
+  }
+  return {
+    id: r.i,
+    bodyJson: JSON.stringify(r.b),
+    headers: r.h,
+    correlationId: r.c,
+    executionId: r.e,
+    traceparent: r.tp,
+    publishedAt: r.ts,
   };
 }
 
@@ -120,6 +150,10 @@ export interface DamagedRange {
 /** Outcome of scanning a log buffer. */
 export interface ScanResult {
   readonly records: LogRecord[];
+  /** Where each record's frame starts in the buffer (parallel to `records`). */
+  readonly offsets: number[];
+  /** Each record's frame length, header included (parallel to `records`). */
+  readonly lengths: number[];
   /** Byte offset where valid data ends (the file length when the log ends with an intact record). */
   readonly validBytes: number;
   /** Why the bytes after `validBytes` were not accepted, when there are any (a torn or bad tail). */
@@ -175,10 +209,14 @@ function resync(data: Buffer, from: number): number | undefined {
  */
 export function scanLog(data: Buffer): ScanResult {
   const records: LogRecord[] = [];
+  const offsets: number[] = [];
+  const lengths: number[] = [];
   const damaged: DamagedRange[] = [];
   if (data.length < LOG_MAGIC.length || !data.subarray(0, LOG_MAGIC.length).equals(LOG_MAGIC)) {
     return {
       records,
+      offsets,
+      lengths,
       validBytes: 0,
       problem:
         data.length < LOG_MAGIC.length ? "file shorter than its header" : "file does not start with FFQLOG1",
@@ -190,13 +228,16 @@ export function scanLog(data: Buffer): ScanResult {
     const attempt = readRecord(data, offset);
     if ("record" in attempt) {
       records.push(attempt.record);
+      offsets.push(offset);
+      lengths.push(attempt.end - offset);
       offset = attempt.end;
       continue;
     }
     const next = resync(data, offset + 1);
-    if (next === undefined) return { records, validBytes: offset, problem: attempt.problem, damaged };
+    if (next === undefined)
+      return { records, offsets, lengths, validBytes: offset, problem: attempt.problem, damaged };
     damaged.push({ offset, bytes: next - offset, problem: attempt.problem });
     offset = next;
   }
-  return { records, validBytes: offset, damaged };
+  return { records, offsets, lengths, validBytes: offset, damaged };
 }

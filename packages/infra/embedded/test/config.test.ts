@@ -12,6 +12,7 @@ describe("embedded config", () => {
       groupCommitMs: 2,
       groupCommitMaxBytes: 1_048_576,
       compactAfterBytes: 67_108_864,
+      memoryBudgetBytes: 16_777_216,
       defaultPrefetch: 10,
       maxMessageBytes: 4_194_304,
     });

@@ -47,10 +47,11 @@ class ScheduledDisk implements LogFile {
   sync(): Promise<void> {
     return this.s.schedule(Promise.resolve(), "sync");
   }
-  replace(parts: readonly Buffer[], size: number): Promise<void> {
+  replace(parts: Iterable<Buffer>): Promise<void> {
     return this.s.schedule(Promise.resolve(), "replace").then(() => {
-      this.records = payloads(parts);
-      this.bytes = size;
+      const written = [...parts];
+      this.records = payloads(written);
+      this.bytes = written.reduce((n, part) => n + part.length, 0);
     });
   }
   close(): Promise<void> {

@@ -60,6 +60,21 @@ export const MODEL_TARGETS: readonly ModelTarget[] = [
     },
   },
   {
+    // The file mode with no memory budget: every waiting message is paged out to the log and read
+    // back when delivered.
+    name: "embedded-file-paged",
+    runs: 40,
+    limits: all,
+    maxArrivals: 400,
+    create() {
+      const dir = mkdtempSync(join(tmpdir(), "factflow-model-"));
+      return {
+        queue: createEmbeddedProvider({ mode: "file", dataDir: dir, memoryBudgetBytes: 0 }),
+        cleanup: () => rmSync(dir, { recursive: true, force: true }),
+      };
+    },
+  },
+  {
     name: "rabbitmq",
     url: RABBITMQ_URL,
     runs: 40,
