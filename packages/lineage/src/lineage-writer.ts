@@ -44,6 +44,13 @@ export interface LineageWriterOptions {
    * @default 250
    */
   readonly holdOpenMs?: number;
+  /**
+   * Open rows held at once at most. A row recorded open beyond it is queued at once (written open,
+   * updated when it settles), so it counts in the backlog `roomFor` bounds: a fan-out of hundreds of
+   * thousands of children, none of which can settle within the hold, then waits for the database
+   * instead of filling memory until `maxQueued` drops writes. @default 20000
+   */
+  readonly maxHeld?: number;
 }
 
 /** A `flush` or `registerPending` caller: resolved once this many writes of its lane were taken and committed. */
@@ -81,6 +88,7 @@ export class LineageWriter {
   readonly #intervalMs: number;
   readonly #batchSize: number;
   readonly #maxQueued: number;
+  readonly #maxHeld: number;
   readonly #bulk: BatchCommitter;
   readonly #lane: BatchCommitter;
   /** The pending lane shares the bulk lane's connection (PGlite): bulk batches then yield to it. */
@@ -141,6 +149,7 @@ export class LineageWriter {
     this.#intervalMs = options.intervalMs ?? 5;
     this.#batchSize = options.batchSize ?? 2000;
     this.#maxQueued = options.maxQueued ?? 200_000;
+    this.#maxHeld = options.maxHeld ?? 20_000;
     this.#laneQuietMs = options.laneQuietMs ?? LANE_QUIET_MS;
     const policy = {
       attempts: options.attempts ?? 6,
@@ -341,7 +350,13 @@ export class LineageWriter {
     // A record supersedes any change queued for the same id before it, unless that change is
     // further along (same rule as the upsert's guard in lineage-sql.ts).
     const queued = this.#inserts.get(id) ?? this.#updates.get(id);
-    if (queued === undefined && this.#hold.enabled && isOpenStatus(row.status) && !this.#inFlight.has(id)) {
+    if (
+      queued === undefined &&
+      this.#hold.enabled &&
+      this.#hold.size < this.#maxHeld &&
+      isOpenStatus(row.status) &&
+      !this.#inFlight.has(id)
+    ) {
       // Nothing of this row is queued or being written: keep it back until it settles or its time
       // runs out, so a quick hop costs one write instead of an insert and an update.
       this.#hold.add(row);

@@ -227,10 +227,15 @@ async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Prom
       }
     } else {
       // Queued ahead of every later change of the parent's rows, so this process's gate sees them;
-      // the backlog is bounded to keep completion prompt.
-      for (const row of rows) runtime.lineage.record(row);
-      const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
-      if (room !== undefined) await room;
+      // the backlog is bounded to keep completion prompt. A large fan-out is recorded in slices,
+      // each after the writer has room: recorded at once, hundreds of thousands of rows would
+      // outgrow the writer's queue, which then drops writes.
+      for (let from = 0; from < rows.length; from += REGISTER_SLICE) {
+        const end = Math.min(rows.length, from + REGISTER_SLICE);
+        for (let i = from; i < end; i++) runtime.lineage.record(rows[i] as LineageRow);
+        const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
+        if (room !== undefined) await room;
+      }
     }
     let failure: unknown;
     if (targets.length === 1) {
