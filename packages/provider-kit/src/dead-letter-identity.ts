@@ -1,20 +1,20 @@
-import { Headers } from "@factflow/protocols";
-import { PUBLISHED_AT_HEADER } from "./outbound.js";
-
 /**
- * The identity of a dead letter: its message id (`x-message-id`, or `fallbackId` when the copy has
- * none) and the publish it descends from (`x-published-at`, which retry copies, redeliveries,
- * dead-letter copies and redrives all keep).
+ * The identity of a dead letter: its message id and the publish it descends from (its publish
+ * time, `x-published-at`, which retry copies, redeliveries, dead-letter copies and redrives all
+ * keep). Pass the stored copy's envelope, or its id and publish time as read from its headers.
  *
  * Two stored copies with one identity are one dead letter stored twice: a dead-letter copy sent
  * again after its confirmation was lost, or an original that came back after such a loss and was
  * dead-lettered again. The admin layer reports such a pair once and removes the later copy. A
- * message published again under the same id (a new `x-published-at`) is another dead letter. A
+ * message published again under the same id (a new publish time) is another dead letter. A
  * redrive moves the dead letter out before its copy can fail again, so a message redriven and
  * dead-lettered again is again one dead letter, with the new failure.
  */
-export function deadLetterKey(headers: Readonly<Record<string, string>>, fallbackId = ""): string {
-  return JSON.stringify([headers[Headers.messageId] ?? fallbackId, headers[PUBLISHED_AT_HEADER] ?? null]);
+export function deadLetterKey(message: {
+  readonly id: string;
+  readonly publishedAt?: string | undefined;
+}): string {
+  return JSON.stringify([message.id, message.publishedAt ?? null]);
 }
 
 /** The stored copies of a dead-letter destination, split by {@link distinctDeadLetters}. */

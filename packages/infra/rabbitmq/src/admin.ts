@@ -16,6 +16,7 @@ import {
   deadLetterFromHeaders,
   deadLetterKey,
   distinctDeadLetters,
+  PUBLISHED_AT_HEADER,
   redriveHeaders,
 } from "@factflow/provider-kit";
 import type { ConfirmChannel, GetMessage, Message } from "amqplib";
@@ -343,7 +344,7 @@ async function readDeadLetters(
     copies.push(message);
   }
   const split = distinctDeadLetters(copies, (message) =>
-    deadLetterKey(stringHeaders(message), idOf(message) ?? ""),
+    deadLetterKey({ id: idOf(message) ?? "", publishedAt: stringHeaders(message)[PUBLISHED_AT_HEADER] }),
   );
   // The broker handles a channel's frames in order, so these acks land before the hand-back that
   // returns the rest (handBackAndClose).
