@@ -2,8 +2,15 @@ import type { Delivery, HandlerResult } from "@factflow/protocols";
 import amqp from "amqplib";
 import { afterAll, describe, expect, it } from "vitest";
 import { createRabbitMqProvider, type RabbitMqProvider } from "../src/index.js";
-import { deadLetterQueueName, resolveDestination } from "../src/naming.js";
-import { brokerUnavailable, deleteTopology, RABBITMQ_URL, uniquePrefix, waitUntil } from "./helpers.js";
+import {
+  brokerUnavailable,
+  deadLetterQueueOf,
+  deleteTopology,
+  RABBITMQ_URL,
+  storeDeadLetterAgain,
+  uniquePrefix,
+  waitUntil,
+} from "./helpers.js";
 
 // A publisher confirm lost in a connection cut leaves a dead letter stored twice: the copy is sent
 // again, or the original comes back and is dead-lettered again. Both copies carry the same message
@@ -28,34 +35,6 @@ async function connected(): Promise<RabbitMqProvider> {
   created.push(p);
   await p.connect();
   return p;
-}
-
-function dlqOf(destination: string): string {
-  const target = resolveDestination(destination);
-  if (target.kind !== "queue") throw new Error("a queue destination");
-  return deadLetterQueueName(target.queue, "queue");
-}
-
-/** Stores one more copy of the dead letter `messageId` of `queue` (as the broker would after a lost confirm). */
-async function storeAgain(queue: string, messageId: string): Promise<void> {
-  const connection = await amqp.connect(RABBITMQ_URL);
-  try {
-    const channel = await connection.createConfirmChannel();
-    for (;;) {
-      const message = await channel.get(queue, { noAck: false });
-      if (message === false) throw new Error(`no dead letter ${messageId} in ${queue}`);
-      if (message.properties.messageId !== messageId) continue;
-      channel.sendToQueue(queue, message.content, {
-        ...message.properties,
-        headers: { ...message.properties.headers, "x-dead-lettered-at": new Date().toISOString() },
-      });
-      await channel.waitForConfirms();
-      break;
-    }
-  } finally {
-    // Closing returns every fetched message to its place.
-    await connection.close();
-  }
 }
 
 async function stored(queue: string): Promise<number> {
@@ -84,7 +63,7 @@ describe.skipIf(skip)("a dead letter stored twice", () => {
     const p = await connected();
     const destination = `/queue/${prefix}/twice`;
     const source = { destination };
-    const dlq = dlqOf(destination);
+    const dlq = deadLetterQueueOf(source);
     const rejecter = recorder(() => "REJECTED");
     const subscription = await p.subscribe(destination, rejecter.handler, { subscription: "rejecter" });
     const [a, b, c] = [
@@ -95,12 +74,12 @@ describe.skipIf(skip)("a dead letter stored twice", () => {
     await waitUntil(async () => (await p.admin.stats(source)).dlqDepth === 3, 10_000, "three dead letters");
     await subscription.unsubscribe();
 
-    await storeAgain(dlq, a);
+    await storeDeadLetterAgain(source, a);
     expect(await stored(dlq), "the broker holds the copy twice").toBe(4);
     expect((await p.admin.stats(source)).dlqDepth, "dlqDepth counts it once").toBe(3);
     expect(await stored(dlq), "the surplus copy is removed").toBe(3);
 
-    await storeAgain(dlq, b);
+    await storeDeadLetterAgain(source, b);
     const page = await p.admin.browseDeadLetters(source, { offset: 0, limit: 10 });
     expect(page.total).toBe(3);
     expect(page.items.map((l) => l.message.id)).toEqual([a, b, c]);
@@ -108,14 +87,14 @@ describe.skipIf(skip)("a dead letter stored twice", () => {
     expect([second.total, second.items.map((l) => l.message.id)]).toEqual([3, [b]]);
     expect(await stored(dlq)).toBe(3);
 
-    await storeAgain(dlq, c);
+    await storeDeadLetterAgain(source, c);
     expect(await p.admin.discardOne(source, c)).toEqual({ discarded: true });
     expect(await p.admin.discardOne(source, c), "no copy of it is left").toEqual({ discarded: false });
 
-    await storeAgain(dlq, a);
+    await storeDeadLetterAgain(source, a);
     expect(await p.admin.redriveOne(source, a)).toEqual({ redriven: true });
     expect(await p.admin.redriveOne(source, a), "no copy of it is left").toEqual({ redriven: false });
-    await storeAgain(dlq, b);
+    await storeDeadLetterAgain(source, b);
     expect(await p.admin.redriveAll(source), "one republish per dead letter").toEqual({ redriven: 1 });
     expect(await stored(dlq)).toBe(0);
 
