@@ -91,7 +91,10 @@ export interface DeadLetterPage {
 
 /**
  * The queue admin contract every provider serves. Counts are exact: a redrive reports how many
- * messages it moved, and a browse never removes anything.
+ * messages it moved, and a browse never removes a dead letter. A dead letter the broker stored twice
+ * (its copy's confirmation lost in a connection cut) is one dead letter: counted, listed, redriven and
+ * discarded once, its surplus copy removed where the provider finds it. Its identity is its message
+ * id and publish time (`deadLetterKey` in `@factflow/provider-kit`).
  */
 export interface QueueAdminProtocol {
   listDestinations(): Promise<readonly DestinationInfo[]>;

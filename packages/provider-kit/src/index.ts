@@ -2,6 +2,8 @@ export { brokerUrl, positiveInt } from "./config-fields.js";
 export { emptyDurabilityCounters } from "./counters.js";
 export type { DeadLetterFallbacks } from "./dead-letter.js";
 export { deadLetterFromHeaders } from "./dead-letter.js";
+export type { DistinctDeadLetters } from "./dead-letter-identity.js";
+export { deadLetterKey, distinctDeadLetters } from "./dead-letter-identity.js";
 export type { Expiring } from "./deadline-sweep.js";
 export { DeadlineSweep, HandlerRun } from "./deadline-sweep.js";
 export { destinationMemo } from "./destination-memo.js";

@@ -11,7 +11,12 @@ import {
   type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
-import { deadLetterFromHeaders, redriveHeaders } from "@factflow/provider-kit";
+import {
+  deadLetterFromHeaders,
+  deadLetterKey,
+  PUBLISHED_AT_HEADER,
+  redriveHeaders,
+} from "@factflow/provider-kit";
 import type { IMessage } from "@stomp/stompjs";
 import {
   BROKER_DEAD_LETTER_ADDRESS,
@@ -68,6 +73,12 @@ function sum(values: readonly number[]): number {
  * Dead letters include the ones the broker itself moved to `DLQ.<address>` after its redelivery bound
  * (see `broker-dead-letters.ts`): counted in `dlqDepth`, listed after Factflow's own (reason
  * `broker-redelivery-limit`), and redriven or discarded like them.
+ *
+ * A dead letter of Factflow's own stored twice (its copy sent again after a RECEIPT was lost in a
+ * connection cut) counts, lists and redrives once: every operation that reads the dead-letter queue
+ * keeps the first copy of each dead letter (by `deadLetterKey`) and acknowledges the later ones, so
+ * they leave the broker. `dlqDepth` is that count too, so a non-empty dead-letter queue is read
+ * whole by `stats`.
  */
 export class ArtemisAdmin implements QueueAdminProtocol {
   private tail: Promise<unknown> = Promise.resolve();
@@ -104,8 +115,9 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       this.deps.management.queueFigures(dlq),
       countBrokerDeadLetters(this.deps.management, broker),
     ]);
+    const own = dlqFigures.messageCount === 0 ? 0 : await this.countOwnDeadLetters(dlq);
     // Dead letters the broker moved on its own count too: they are as recoverable as Factflow's.
-    const dlqDepth = dlqFigures.messageCount + sum(brokerCounts);
+    const dlqDepth = own + sum(brokerCounts);
     return {
       destination: target.destination,
       ...(source.subscription === undefined ? {} : { subscription: source.subscription }),
@@ -133,22 +145,20 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     }
     return this.serial(async () => {
       const { dlq, broker } = this.resolve(source);
-      const [own, brokerCounts] = await Promise.all([
-        this.deps.management.queueFigures(dlq).then((f) => f.messageCount),
+      const [letters, brokerCounts] = await Promise.all([
+        this.ownDeadLetters(dlq, undefined),
         countBrokerDeadLetters(this.deps.management, broker),
       ]);
-      const total = own + sum(brokerCounts);
+      const total = letters.length + sum(brokerCounts);
       const end = Math.min(total, offset + limit);
       if (end <= offset) return { total, offset, items: [] };
-      const seen: IMessage[] = [];
+      const seen: IMessage[] = letters.slice(0, end);
       const keep = async (message: IMessage) => {
         seen.push(message);
         return false;
       };
       const timeoutMs = this.deps.config.adminTimeoutMs;
       // Factflow's own dead letters first, then the broker's, each in queue order.
-      if (Math.min(own, end) > 0)
-        await consumeQueue(this.deps.link, timeoutMs, dlq, undefined, Math.min(own, end), keep);
       for (const [i, place] of broker.entries()) {
         const wanted = Math.min(brokerCounts[i] ?? 0, end - seen.length);
         if (wanted > 0)
@@ -158,14 +168,67 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     });
   }
 
+  /**
+   * Factflow's dead letters in `dlq`, each counted once, from the broker's listing of the queue's
+   * message properties (`listMessages`): nothing is delivered, so a count never competes with a
+   * consumer or another process's browse.
+   */
+  private async countOwnDeadLetters(dlq: string): Promise<number> {
+    let listed: unknown;
+    try {
+      const answer = await this.deps.management.invoke(`queue.${dlq}`, "listMessages", [""]);
+      listed = typeof answer === "string" ? JSON.parse(answer) : answer;
+    } catch (error) {
+      if (error instanceof ResourceNotFound) return 0;
+      throw error;
+    }
+    if (!Array.isArray(listed)) return 0;
+    const keys = new Set<string>();
+    for (const properties of listed as Record<string, unknown>[])
+      keys.add(keyOf(stringProperties(properties)));
+    return keys.size;
+  }
+
+  /**
+   * Reads Factflow's dead letters in `dlq` (those with `selector`, when given) in queue order and
+   * returns the first copy of each; `settle` decides whether that copy is acknowledged (default:
+   * none is). Later copies of a dead letter are acknowledged, so they leave the broker.
+   */
+  private async ownDeadLetters(
+    dlq: string,
+    selector: string | undefined,
+    settle: (message: IMessage) => Promise<boolean> = async () => false,
+  ): Promise<IMessage[]> {
+    const stored =
+      selector === undefined
+        ? (await this.deps.management.queueFigures(dlq)).messageCount
+        : await countMatching(this.deps.management, dlq, selector);
+    if (stored === 0) return [];
+    const keys = new Set<string>();
+    const letters: IMessage[] = [];
+    await consumeQueue(
+      this.deps.link,
+      this.deps.config.adminTimeoutMs,
+      dlq,
+      selector,
+      stored,
+      async (message) => {
+        const key = keyOf(message.headers);
+        if (keys.has(key)) return true;
+        keys.add(key);
+        letters.push(message);
+        return settle(message);
+      },
+    );
+    return letters;
+  }
+
   redriveAll(source: DeadLetterSource): Promise<{ redriven: number }> {
     return this.serial(async () => {
       const { target, dlq, broker } = this.resolve(source);
-      const own = (await this.deps.management.queueFigures(dlq)).messageCount;
       const redrive = (message: IMessage) => this.redrive(target, source, message);
       const timeoutMs = this.deps.config.adminTimeoutMs;
-      let redriven =
-        own === 0 ? 0 : await consumeQueue(this.deps.link, timeoutMs, dlq, undefined, own, redrive);
+      let redriven = (await this.ownDeadLetters(dlq, undefined, redrive)).length;
       const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
       for (const [i, place] of broker.entries()) {
         const count = brokerCounts[i] ?? 0;
@@ -187,17 +250,8 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     return this.serial(async () => {
       const { target, dlq, broker } = this.resolve(source);
       const redrive = (message: IMessage) => this.redrive(target, source, message);
-      if ((await countMatching(this.deps.management, dlq, selectorFor(messageId))) > 0) {
-        const moved = await consumeQueue(
-          this.deps.link,
-          this.deps.config.adminTimeoutMs,
-          dlq,
-          selectorFor(messageId),
-          1,
-          redrive,
-        );
-        return { redriven: moved > 0 };
-      }
+      const own = await this.takeOwn(dlq, messageId, redrive);
+      if (own !== undefined) return { redriven: own };
       return { redriven: await this.settleBrokerOne(broker, messageId, redrive) };
     });
   }
@@ -205,19 +259,28 @@ export class ArtemisAdmin implements QueueAdminProtocol {
   discardOne(source: DeadLetterSource, messageId: string): Promise<{ discarded: boolean }> {
     return this.serial(async () => {
       const { dlq, broker } = this.resolve(source);
-      if ((await countMatching(this.deps.management, dlq, selectorFor(messageId))) > 0) {
-        const removed = await consumeQueue(
-          this.deps.link,
-          this.deps.config.adminTimeoutMs,
-          dlq,
-          selectorFor(messageId),
-          1,
-          async () => true,
-        );
-        return { discarded: removed > 0 };
-      }
+      const own = await this.takeOwn(dlq, messageId, async () => true);
+      if (own !== undefined) return { discarded: own };
       return { discarded: await this.settleBrokerOne(broker, messageId, async () => true) };
     });
+  }
+
+  /**
+   * Settles the first of Factflow's dead letters with id `messageId` (its surplus copies go too);
+   * undefined when `dlq` holds none.
+   */
+  private async takeOwn(
+    dlq: string,
+    messageId: string,
+    settle: (message: IMessage) => Promise<boolean>,
+  ): Promise<boolean | undefined> {
+    let done = false;
+    const letters = await this.ownDeadLetters(dlq, selectorFor(messageId), async (message) => {
+      if (done) return false;
+      done = await settle(message);
+      return done;
+    });
+    return letters.length === 0 ? undefined : done;
   }
 
   /**
@@ -395,6 +458,22 @@ export function depthAndInFlight(
   const ready = Math.max(0, figures.messageCount - figures.deliveringCount);
   const inFlight = Math.max(0, held - buffered);
   return { depth: ready + held - inFlight, inFlight };
+}
+
+/** The identity of a stored dead letter (`deadLetterKey`), read from its STOMP headers or properties. */
+function keyOf(headers: Readonly<Record<string, string>>): string {
+  const id = headers[DLQ_ID_HEADER] ?? headers[Headers.messageId] ?? headers["message-id"] ?? "";
+  return deadLetterKey({ id, publishedAt: headers[PUBLISHED_AT_HEADER] });
+}
+
+/** The string-valued properties of a listed message. */
+function stringProperties(properties: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key in properties) {
+    const value = properties[key];
+    if (typeof value === "string") out[key] = value;
+  }
+  return out;
 }
 
 function toDeadLetter(message: IMessage): DeadLetter {

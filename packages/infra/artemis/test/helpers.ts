@@ -2,8 +2,15 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type Availability, probeTcp } from "@factflow/infra-testkit";
+import { type DeadLetterSource, silentLogger } from "@factflow/protocols";
+import type { IMessage } from "@stomp/stompjs";
 import { describe, it } from "vitest";
-import { DEFAULT_ARTEMIS_URL } from "../src/index.js";
+import { parseArtemisConfig } from "../src/config.js";
+import { DLQ_ID_HEADER, SEND_ID_HEADER, sendHeaders } from "../src/envelope-codec.js";
+import { DEFAULT_ARTEMIS_URL, endpointOf } from "../src/index.js";
+import { deadLetterQueueName, resolveDestination } from "../src/naming.js";
+import { consumeQueue } from "../src/queue-consumer.js";
+import { StompLink } from "../src/stomp-link.js";
 
 /** Where `scripts/services/artemis.sh` records the URL its broker answers on. */
 function recordedUrl(): string | undefined {
@@ -64,4 +71,31 @@ export async function registerWithArtemis(what: string, title: string, register:
       context.skip(`not run: ${reason}`);
     });
   });
+}
+
+/**
+ * Stores one more copy of the dead letter `messageId` of `source`, as the broker holds it after the
+ * RECEIPT of the dead-letter copy was lost: the same body and Factflow headers, sent again.
+ */
+export async function storeDeadLetterAgain(source: DeadLetterSource, messageId: string): Promise<void> {
+  const config = parseArtemisConfig({ url: urlVia() });
+  const link = new StompLink(endpointOf(config), config, silentLogger, "conformance");
+  await link.connect();
+  try {
+    const dlq = deadLetterQueueName(resolveDestination(source.destination), source.subscription);
+    let found: IMessage | undefined;
+    const selector = `${DLQ_ID_HEADER} = '${messageId.replaceAll("'", "''")}'`;
+    await consumeQueue(link, 10_000, dlq, selector, 1, async (message) => {
+      found = message;
+      return false;
+    });
+    if (found === undefined) throw new Error(`no dead letter ${messageId} in ${dlq}`);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(found.headers)) {
+      if ((name.startsWith("x-") && name !== SEND_ID_HEADER) || name === DLQ_ID_HEADER) headers[name] = value;
+    }
+    await link.send(dlq, sendHeaders({ headers, delayMs: 0 }, "ANYCAST"), found.body, "a second copy");
+  } finally {
+    await link.close();
+  }
 }

@@ -11,12 +11,18 @@ import {
   type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
-import { deadLetterFromHeaders, redriveHeaders } from "@factflow/provider-kit";
+import {
+  deadLetterFromHeaders,
+  deadLetterKey,
+  distinctDeadLetters,
+  PUBLISHED_AT_HEADER,
+  redriveHeaders,
+} from "@factflow/provider-kit";
 import { copyPayload, decodeMessage, decodePayload } from "./codec.js";
 import type { PulsarConfig } from "./config.js";
 import { DEAD_LETTER_SUBSCRIPTION, type PulsarRoute, resolveDestination, routeOf } from "./naming.js";
 import type { Producers } from "./producers.js";
-import type { PulsarRest, SubscriptionFigures, TopicDeletion } from "./rest.js";
+import type { PeekedMessage, PulsarRest, SubscriptionFigures, TopicDeletion } from "./rest.js";
 import type { Topics } from "./topics.js";
 import type { ConsumerLink, IncomingMessage, PulsarTransport } from "./transport.js";
 
@@ -67,6 +73,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * Queue admin over Pulsar's admin REST API: stats from topic stats, dead-letter browse with peek
  * (nothing is removed), and discard / redrive through a short-lived consumer on the dead-letter
  * topic's retained subscription, acknowledging exactly the messages it moved or dropped.
+ *
+ * A dead letter stored twice (its copy sent again after the broker's answer was lost in a connection
+ * cut) counts, lists and redrives once: the count and the browse peek every stored copy and keep the
+ * first of each identity (`distinctDeadLetters`, by `deadLetterKey`); redrives and discards read the
+ * subscription and acknowledge the later copies without republishing them, so they leave the broker.
  */
 export class PulsarAdmin implements QueueAdminProtocol {
   constructor(private readonly deps: AdminDeps) {}
@@ -79,8 +90,21 @@ export class PulsarAdmin implements QueueAdminProtocol {
     return (await this.deps.rest.subscriptions(topic))?.get(subscription);
   }
 
+  /** Copies stored on the dead-letter subscription (a dead letter stored twice counts twice). */
   private async deadLetterCount(route: PulsarRoute): Promise<number> {
     return (await this.backlogOf(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION))?.backlog ?? 0;
+  }
+
+  /** The dead letters held, each once (the first stored copy), in order; nothing is removed. */
+  private async peekDeadLetters(route: PulsarRoute): Promise<readonly PeekedMessage[]> {
+    const stored = await this.deadLetterCount(route);
+    const copies: PeekedMessage[] = [];
+    for (let position = 1; position <= stored; position++) {
+      const peeked = await this.deps.rest.peek(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION, position);
+      if (peeked === undefined) break;
+      copies.push(peeked);
+    }
+    return distinctDeadLetters(copies, (copy) => keyOf(copy.payload, copy.messageId)).letters;
   }
 
   async stats(source: DeadLetterSource): Promise<DestinationStats> {
@@ -90,7 +114,7 @@ export class PulsarAdmin implements QueueAdminProtocol {
       route.retryTopic === route.topic
         ? undefined
         : this.backlogOf(route.retryTopic, route.pulsarSubscription),
-      this.deadLetterCount(route),
+      this.peekDeadLetters(route).then((letters) => letters.length),
     ]);
     const inFlight = this.deps.inFlight(
       route.destination,
@@ -114,28 +138,33 @@ export class PulsarAdmin implements QueueAdminProtocol {
     const route = routeFor(source);
     const offset = Math.max(0, Math.floor(page.offset));
     const limit = Math.max(0, Math.floor(page.limit));
-    const total = await this.deadLetterCount(route);
-    const items: DeadLetter[] = [];
-    for (let position = offset + 1; position <= Math.min(total, offset + limit); position++) {
-      const peeked = await this.deps.rest.peek(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION, position);
-      if (peeked === undefined) break;
-      items.push(toDeadLetter(peeked.payload, peeked.publishTime));
-    }
-    return { total, offset, items };
+    const letters = await this.peekDeadLetters(route);
+    const items = letters
+      .slice(offset, offset + limit)
+      .map((peeked) => toDeadLetter(peeked.payload, peeked.publishTime));
+    return { total: letters.length, offset, items };
   }
 
   async redriveAll(source: DeadLetterSource): Promise<{ redriven: number }> {
     const route = routeFor(source);
     const before = await this.deadLetterCount(route);
     if (before === 0) return { redriven: 0 };
+    const keys = new Set<string>();
     let redriven = 0;
+    let acked = 0;
     await this.scan(route, before, async (message, link) => {
-      await this.redriveCopy(route, message);
+      const key = keyOf(message.payload, message.messageId);
+      // A later copy of a dead letter already redriven is acknowledged without a republish.
+      if (!keys.has(key)) {
+        keys.add(key);
+        await this.redriveCopy(route, message);
+        redriven += 1;
+      }
       link.ack(message.messageId);
-      redriven += 1;
-      return redriven < before ? "continue" : "stop";
+      acked += 1;
+      return acked < before ? "continue" : "stop";
     });
-    await this.waitForCount(route, before - redriven);
+    await this.waitForCount(route, before - acked);
     return { redriven };
   }
 
@@ -151,7 +180,10 @@ export class PulsarAdmin implements QueueAdminProtocol {
     return { discarded: done };
   }
 
-  /** Finds the dead letter with `x-message-id` = `messageId`, runs `act` on it, then acknowledges it. */
+  /**
+   * Finds the first dead letter with `x-message-id` = `messageId`, runs `act` on it, then
+   * acknowledges it, and the later copies of that dead letter too (read to the end for them).
+   */
   private async actOnOne(
     route: PulsarRoute,
     messageId: string,
@@ -159,17 +191,22 @@ export class PulsarAdmin implements QueueAdminProtocol {
   ): Promise<boolean> {
     const before = await this.deadLetterCount(route);
     if (before === 0) return false;
-    let found = false;
+    let found: string | undefined;
+    let acked = 0;
     await this.scan(route, before, async (message, link) => {
       const decoded = decodePayload(message.payload);
       if ("error" in decoded || decoded.headers[Headers.messageId] !== messageId) return "continue";
-      await act(message);
+      const key = keyOf(message.payload, message.messageId);
+      if (found === undefined) {
+        await act(message);
+        found = key;
+      } else if (key !== found) return "continue";
       link.ack(message.messageId);
-      found = true;
-      return "stop";
+      acked += 1;
+      return "continue";
     });
-    if (found) await this.waitForCount(route, before - 1);
-    return found;
+    if (found !== undefined) await this.waitForCount(route, before - acked);
+    return found !== undefined;
   }
 
   /** Publishes a dead letter back where its subscription consumes, with a fresh attempt budget. */
@@ -376,6 +413,16 @@ function describe(route: PulsarRoute): string {
   return route.kind === "queue"
     ? `queue ${route.destination}`
     : `subscription "${route.subscription}" of topic ${route.destination}`;
+}
+
+/** The identity of a stored dead letter (`deadLetterKey`); an undecodable one is named by the broker's id. */
+function keyOf(payload: string | Buffer, brokerId: string): string {
+  const decoded = decodePayload(payload);
+  if ("error" in decoded) return deadLetterKey({ id: `pulsar:${brokerId}` });
+  return deadLetterKey({
+    id: decoded.headers[Headers.messageId] ?? `pulsar:${brokerId}`,
+    publishedAt: decoded.headers[PUBLISHED_AT_HEADER],
+  });
 }
 
 /** A dead letter as the admin API reports it. */

@@ -2,6 +2,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type Availability, probeTcp } from "@factflow/infra-testkit";
+import { type DeadLetterSource, Headers } from "@factflow/protocols";
+import { decodePayload } from "../src/codec.js";
+import { DEAD_LETTER_SUBSCRIPTION, parsePulsarConfig, routeOf, WsTransport } from "../src/index.js";
+import { Producers } from "../src/producers.js";
+import { PulsarRest } from "../src/rest.js";
 
 /** Where `scripts/services/pulsar.sh` records the URL its broker's WebSocket API answers on. */
 function recordedUrl(): string | undefined {
@@ -34,4 +39,40 @@ export async function pulsarAvailability(): Promise<Availability> {
     ok: false,
     reason: `${probe.reason} (start it with: bash scripts/services/pulsar.sh start, or set PULSAR_URL)`,
   };
+}
+
+/**
+ * Stores one more copy of the dead letter `messageId` of `source`, as the broker holds it after the
+ * answer to the dead-letter copy's send was lost: the same payload, sent to the dead-letter topic again.
+ */
+export async function storeDeadLetterAgain(source: DeadLetterSource, messageId: string): Promise<void> {
+  const config = parsePulsarConfig({ url: urlVia() });
+  const route = routeOf(source.destination, source.subscription ?? "admin");
+  const rest = new PulsarRest({
+    adminUrl: config.adminUrl,
+    tenant: config.tenant,
+    namespace: config.namespace,
+    timeoutMs: config.publishTimeoutMs,
+  });
+  const transport = new WsTransport({
+    url: config.url,
+    tenant: config.tenant,
+    namespace: config.namespace,
+    connectTimeoutMs: config.connectTimeoutMs,
+    pingIntervalMs: config.pingIntervalMs,
+  });
+  const producers = new Producers(transport, config.publishTimeoutMs);
+  try {
+    for (let position = 1; ; position++) {
+      const peeked = await rest.peek(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION, position);
+      if (peeked === undefined) throw new Error(`no dead letter ${messageId} in ${route.deadLetterTopic}`);
+      const decoded = decodePayload(peeked.payload);
+      if ("error" in decoded || decoded.headers[Headers.messageId] !== messageId) continue;
+      await producers.send(route.deadLetterTopic, { payload: peeked.payload.toString("base64") });
+      return;
+    }
+  } finally {
+    producers.closeAll();
+    transport.closeAll();
+  }
 }

@@ -11,7 +11,14 @@ import {
   type PurgeDestinationResult,
   type QueueAdminProtocol,
 } from "@factflow/protocols";
-import { deadLetterFromHeaders, redriveHeaders } from "@factflow/provider-kit";
+import {
+  type DistinctDeadLetters,
+  deadLetterFromHeaders,
+  deadLetterKey,
+  distinctDeadLetters,
+  PUBLISHED_AT_HEADER,
+  redriveHeaders,
+} from "@factflow/provider-kit";
 import type { ConfirmChannel, GetMessage, Message } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
@@ -47,6 +54,12 @@ const REDRIVE_BATCH = 100;
  * closed, which puts every fetched message back in its place. Redrive and discard fetch on their
  * own confirm channel, republish (confirmed) and ack, so each count is what the broker did.
  * Operations on one dead-letter queue are serialised within the process.
+ *
+ * A dead letter stored twice (its copy sent again after a publisher confirm was lost in a connection
+ * cut) counts, lists and redrives once: every operation that reads the dead-letter queue reads all
+ * of it, keeps the first copy of each dead letter (`distinctDeadLetters`, by `deadLetterKey`) and
+ * acks the later copies, so they leave the broker as well. `dlqDepth` is that count too, so a
+ * non-empty dead-letter queue is read whole by `stats`.
  */
 export class RabbitMqAdmin implements QueueAdminProtocol {
   private readonly locks = new Map<string, Promise<unknown>>();
@@ -103,12 +116,13 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
       scheduled += (await topology.check(name))?.messageCount ?? 0;
     }
     const dlq = await topology.check(resolved.deadLetterQueue);
+    const dlqDepth = (dlq?.messageCount ?? 0) === 0 ? 0 : await this.countDeadLetters(resolved);
     const stats: { -readonly [K in keyof DestinationStats]: DestinationStats[K] } = {
       destination: source.destination,
       depth: (main?.messageCount ?? 0) + scheduled,
       consumers: main?.consumerCount ?? 0,
       inFlight: this.deps.inFlight(resolved.sourceQueue),
-      dlqDepth: dlq?.messageCount ?? 0,
+      dlqDepth,
     };
     if (source.subscription !== undefined) stats.subscription = source.subscription;
     return stats;
@@ -145,6 +159,19 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     }
   }
 
+  /** The dead letters held now, each counted once; surplus copies found on the way are removed. */
+  private countDeadLetters(resolved: ResolvedSource): Promise<number> {
+    return this.exclusive(resolved.deadLetterQueue, async () => {
+      const stored = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
+      if (stored === 0) return 0;
+      return this.withChannel(
+        `counting dead letters of "${resolved.describe}"`,
+        resolved.deadLetterQueue,
+        async (channel) => (await readDeadLetters(channel, resolved.deadLetterQueue, stored)).letters.length,
+      );
+    });
+  }
+
   async browseDeadLetters(
     source: DeadLetterSource,
     page: { offset: number; limit: number },
@@ -153,19 +180,15 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     const offset = Math.max(0, Math.floor(page.offset));
     const limit = Math.max(0, Math.floor(page.limit));
     return this.exclusive(resolved.deadLetterQueue, async () => {
-      const total = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
-      if (total === 0 || offset >= total || limit === 0) return { total, offset, items: [] };
+      const stored = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
+      if (stored === 0) return { total: 0, offset, items: [] };
       return this.withChannel(
         `browsing dead letters of "${resolved.describe}"`,
         resolved.deadLetterQueue,
         async (channel) => {
-          const items: DeadLetter[] = [];
-          for (let index = 0; index < Math.min(total, offset + limit); index++) {
-            const message = await channel.get(resolved.deadLetterQueue, { noAck: false });
-            if (message === false) break;
-            if (index >= offset) items.push(toDeadLetter(message));
-          }
-          return { total, offset, items };
+          const { letters } = await readDeadLetters(channel, resolved.deadLetterQueue, stored);
+          const items = letters.slice(offset, offset + limit).map(toDeadLetter);
+          return { total: letters.length, offset, items };
         },
       );
     });
@@ -175,22 +198,17 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     const resolved = this.resolve(source);
     return this.exclusive(resolved.deadLetterQueue, async () => {
       // Bounded by the depth now, so messages that fail again and come back are not looped forever.
-      const total = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
-      if (total === 0) return { redriven: 0 };
+      const stored = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
+      if (stored === 0) return { redriven: 0 };
       await this.deps.topology.ensureQueue(resolved.sourceQueue, resolved.describe);
       return this.withChannel(
         `redriving dead letters of "${resolved.describe}"`,
         resolved.deadLetterQueue,
         async (channel, returned) => {
+          const { letters } = await readDeadLetters(channel, resolved.deadLetterQueue, stored);
           let redriven = 0;
-          while (redriven < total) {
-            const batch: GetMessage[] = [];
-            while (batch.length < REDRIVE_BATCH && redriven + batch.length < total) {
-              const message = await channel.get(resolved.deadLetterQueue, { noAck: false });
-              if (message === false) break;
-              batch.push(message);
-            }
-            if (batch.length === 0) break;
+          for (let start = 0; start < letters.length; start += REDRIVE_BATCH) {
+            const batch = letters.slice(start, start + REDRIVE_BATCH);
             for (const message of batch) this.republish(channel, resolved.sourceQueue, message);
             await channel.waitForConfirms();
             for (const message of batch) {
@@ -278,7 +296,10 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     }
   }
 
-  /** Finds one dead letter by id, runs `before` on it and acks it; every other fetched message goes back. */
+  /**
+   * Finds one dead letter by id (the first held, with its surplus copies removed), runs `before` on
+   * it and acks it; every other fetched message goes back.
+   */
   private takeOne(
     resolved: ResolvedSource,
     messageId: string,
@@ -286,27 +307,49 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     before: (channel: ConfirmChannel, message: GetMessage, returned: Set<string>) => Promise<void>,
   ): Promise<boolean> {
     return this.exclusive(resolved.deadLetterQueue, async () => {
-      const total = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
-      if (total === 0) return false;
+      const stored = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
+      if (stored === 0) return false;
       return this.withChannel(
         `${verb} dead letter "${messageId}" of "${resolved.describe}"`,
         resolved.deadLetterQueue,
         async (channel, returned) => {
-          for (let index = 0; index < total; index++) {
-            const message = await channel.get(resolved.deadLetterQueue, { noAck: false });
-            if (message === false) return false;
-            if (idOf(message) !== messageId) continue;
-            await before(channel, message, returned);
-            channel.ack(message);
-            // The ack must reach the broker before the channel closes and requeues the rest.
-            await channel.waitForConfirms();
-            return true;
-          }
-          return false;
+          const { letters } = await readDeadLetters(channel, resolved.deadLetterQueue, stored);
+          const message = letters.find((letter) => idOf(letter) === messageId);
+          if (message === undefined) return false;
+          await before(channel, message, returned);
+          channel.ack(message);
+          // The ack must reach the broker before the channel closes and requeues the rest.
+          await channel.waitForConfirms();
+          return true;
         },
       );
     });
   }
+}
+
+/**
+ * Fetches up to `stored` copies from the dead-letter queue (held unacked on `channel`, so they go
+ * back when it closes) and splits them into dead letters and surplus copies; the surplus is acked,
+ * so it leaves the broker.
+ */
+async function readDeadLetters(
+  channel: ConfirmChannel,
+  queue: string,
+  stored: number,
+): Promise<DistinctDeadLetters<GetMessage>> {
+  const copies: GetMessage[] = [];
+  for (let index = 0; index < stored; index++) {
+    const message = await channel.get(queue, { noAck: false });
+    if (message === false) break;
+    copies.push(message);
+  }
+  const split = distinctDeadLetters(copies, (message) =>
+    deadLetterKey({ id: idOf(message) ?? "", publishedAt: stringHeaders(message)[PUBLISHED_AT_HEADER] }),
+  );
+  // The broker handles a channel's frames in order, so these acks land before the hand-back that
+  // returns the rest (handBackAndClose).
+  for (const message of split.surplus) channel.ack(message);
+  return split;
 }
 
 function idOf(message: Message): string | undefined {

@@ -1,6 +1,6 @@
 import { probeTcp, runConformanceSuite } from "@factflow/infra-testkit";
 import { createRabbitMqProvider, type RabbitMqProvider } from "../src/index.js";
-import { deleteTopology, RABBITMQ_URL, urlVia } from "./helpers.js";
+import { deleteTopology, RABBITMQ_URL, storeDeadLetterAgain, urlVia } from "./helpers.js";
 
 const broker = new URL(RABBITMQ_URL);
 const host = broker.hostname;
@@ -20,6 +20,7 @@ runConformanceSuite({
     return provider;
   },
   faults: { kind: "tcp", target: { host, port } },
+  storeDeadLetterAgain,
   // Every queue, holding queue, dead-letter queue and exchange any provider of this run declared.
   cleanup: async () => {
     const queues = created.flatMap((p) => p.declaredNames().queues);

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { createConnection } from "node:net";
-import { ProviderError } from "@factflow/protocols";
+import { type DeadLetterSource, ProviderError } from "@factflow/protocols";
 import { expect } from "vitest";
+import { deadLetterQueueName, resolveDestination, topicSubscriptionQueue } from "../src/naming.js";
 
 /** Broker URL of the integration tests. */
 export const RABBITMQ_URL = process.env.RABBITMQ_URL ?? "amqp://guest:guest@127.0.0.1:5672";
@@ -101,4 +102,35 @@ export function rejects(work: () => unknown): ProviderError {
     return error as ProviderError;
   }
   throw new Error("expected a rejection");
+}
+
+/** The AMQP dead-letter queue of a queue, or of one subscription of a topic. */
+export function deadLetterQueueOf(source: DeadLetterSource): string {
+  const target = resolveDestination(source.destination);
+  if (target.kind === "queue") return deadLetterQueueName(target.queue, "queue");
+  return deadLetterQueueName(topicSubscriptionQueue(source.destination, source.subscription ?? ""), "topic");
+}
+
+/**
+ * Stores one more copy of the dead letter `messageId` of `source`, as the broker holds it after a
+ * publisher confirm of the dead-letter copy was lost: same body, properties and headers.
+ */
+export async function storeDeadLetterAgain(source: DeadLetterSource, messageId: string): Promise<void> {
+  const amqp = await import("amqplib");
+  const queue = deadLetterQueueOf(source);
+  const connection = await amqp.connect(RABBITMQ_URL);
+  try {
+    const channel = await connection.createConfirmChannel();
+    for (;;) {
+      const message = await channel.get(queue, { noAck: false });
+      if (message === false) throw new Error(`no dead letter ${messageId} in ${queue}`);
+      if (message.properties.messageId !== messageId) continue;
+      channel.sendToQueue(queue, message.content, message.properties);
+      await channel.waitForConfirms();
+      return;
+    }
+  } finally {
+    // Closing returns every fetched message to its place.
+    await connection.close();
+  }
 }

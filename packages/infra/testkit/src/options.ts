@@ -1,4 +1,4 @@
-import type { QueueProtocol } from "@factflow/protocols";
+import type { DeadLetterSource, QueueProtocol } from "@factflow/protocols";
 import type { ProxyTarget } from "./fault-proxy.js";
 import { type KnownProvider, PROVIDER_EXPECTATIONS, type ProviderExpectations } from "./known-providers.js";
 import type { Availability } from "./probe-tcp.js";
@@ -74,6 +74,15 @@ interface CommonOptions {
   label?: string;
   /** Called once at the end with every destination the run used, to delete them on a shared broker. */
   cleanup?: (destinations: readonly string[]) => Promise<void>;
+  /**
+   * Stores one more copy of the dead letter `messageId` of `source` in its dead-letter destination,
+   * as the broker does when the confirmation of a dead-letter copy is lost in a connection cut (the
+   * same message id and publish time). The `dead-letters` group then checks that the admin API counts,
+   * lists, redrives and discards that dead letter once. Leave it out for a provider that stores a
+   * dead letter in the same step as it settles the original, so never twice; that test is then
+   * reported as not run.
+   */
+  storeDeadLetterAgain?: (source: DeadLetterSource, messageId: string) => Promise<void>;
 }
 
 /**

@@ -98,4 +98,76 @@ export function registerDeadLetters(env: SuiteEnv): void {
       await expectDlqDepth(h, provider, queue, 0);
     },
   });
+
+  defineTest(env, "dead-letters", {
+    title:
+      "a dead letter stored twice (a confirmation lost in a cut) counts, lists, redrives and discards once",
+    notRunWhen: (_caps, suite) =>
+      suite.options.storeDeadLetterAgain === undefined
+        ? "the provider stores a dead letter in the same step as it settles the original, so never twice (no storeDeadLetterAgain)"
+        : undefined,
+    body: async (h) => {
+      const storeAgain = h.env.options.storeDeadLetterAgain;
+      if (storeAgain === undefined) return;
+      const provider = await h.provider();
+      const queue = h.queue("dlq-twice");
+      const source = { destination: queue };
+      const rejecter = collectDeliveries(() => ({ status: "REJECTED", reason: "conformance: stored twice" }));
+      const subscription = await h.subscribe(provider, queue, rejecter.handler, { subscription: "rejecter" });
+      const bodies = range(4).map((n) => ({ n }));
+      const ids = await publishAll(provider, queue, bodies);
+      await h.deadLettersUntil(provider, source, 4);
+      await subscription.unsubscribe();
+      const order = rejecter.deliveries.map((d) => d.id);
+      const [a, b, c, d] = order as [string, string, string, string];
+
+      await storeAgain(source, a);
+      await expectDlqDepth(h, provider, queue, 4);
+      const listed = await h.allDeadLetters(provider, source);
+      expect(
+        listed.map((l) => l.message.id),
+        "each dead letter listed once, in dead-letter order",
+      ).toEqual(order);
+      const second = await provider.admin.browseDeadLetters(source, { offset: 1, limit: 2 });
+      expect(
+        [second.total, second.items.map((l) => l.message.id)],
+        "a page past the twice-stored one",
+      ).toEqual([4, [b, c]]);
+
+      await storeAgain(source, b);
+      expect(await provider.admin.discardOne(source, b), "discardOne of a dead letter stored twice").toEqual({
+        discarded: true,
+      });
+      expect(await provider.admin.discardOne(source, b), "no copy of it is left").toEqual({
+        discarded: false,
+      });
+
+      const consumer = collectDeliveries();
+      await h.subscribe(provider, queue, consumer.handler, { subscription: "consumer" });
+      await storeAgain(source, c);
+      expect(await provider.admin.redriveOne(source, c), "redriveOne of a dead letter stored twice").toEqual({
+        redriven: true,
+      });
+      await consumer.waitForIds([c], { status: "ACKNOWLEDGED", timeoutMs: h.timing.deliveryTimeoutMs });
+      expect(await provider.admin.redriveOne(source, c), "no copy of it is left").toEqual({
+        redriven: false,
+      });
+
+      await storeAgain(source, d);
+      expect(await provider.admin.redriveAll(source), "redriveAll republishes each dead letter once").toEqual(
+        {
+          redriven: 2,
+        },
+      );
+      await consumer.waitForIds([a, d], { status: "ACKNOWLEDGED", timeoutMs: h.timing.deliveryTimeoutMs });
+      await h.quiet();
+      expect(
+        [...consumer.deliveries.map((delivery) => delivery.id)].sort(),
+        "each redriven message delivered once",
+      ).toEqual([a, c, d].sort());
+      expect(consumer.count(b), "a discarded message is gone for good").toBe(0);
+      expect(ids.sort()).toEqual([...order].sort());
+      await expectDlqDepth(h, provider, queue, 0);
+    },
+  });
 }
