@@ -128,6 +128,20 @@ export class HandlerRuns {
   abortAll(reason: unknown): void {
     for (const run of this.#sweep.clear()) run.abort(reason);
   }
+
+  /**
+   * Aborts the handlers, started with {@link start}, whose `job` `lost` says no longer counts (its
+   * delivery's channel closed, so the broker hands the message out again): their results could
+   * settle nothing, and a handler parked on its delivery (a stateful batch member) would otherwise
+   * keep it until a timer, while the redelivered copy waits behind it. Their outcome is `stopped`.
+   */
+  abortWhere<J>(lost: (job: J) => boolean, reason: unknown): void {
+    const runs: WatchedRun<J>[] = [];
+    for (const run of this.#sweep.values())
+      if (run instanceof WatchedRun && !run.hasReturned && lost(run.job as J))
+        runs.push(run as WatchedRun<J>);
+    for (const run of runs) run.abort(reason);
+  }
 }
 
 /**
@@ -142,6 +156,16 @@ class WatchedRun<J> extends HandlerRun {
   #done = false;
   /** Set once the handler has returned in time: an abort while its `settleAfter` runs changes nothing. */
   #returned: HandlerResult | undefined;
+
+  /** What the run was started with (see {@link HandlerRuns.start}). */
+  get job(): J {
+    return this.#job;
+  }
+
+  /** True once the handler returned in time (only its `settleAfter` may still run). */
+  get hasReturned(): boolean {
+    return this.#returned !== undefined || this.#done;
+  }
 
   constructor(
     timeoutMs: number,

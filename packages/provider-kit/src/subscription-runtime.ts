@@ -228,7 +228,8 @@ export class SubscriptionRuntime<D> implements Subscription {
    * Forgets the waiting deliveries the port no longer holds (`isCurrent` false: say their channel
    * closed, so the broker has them back): they are neither run nor settled, nor counted. The runtime
    * also skips them when their turn comes; a port calls this to drop them at once, so `unsettled`
-   * and the broker's flow control see the room.
+   * and the broker's flow control see the room. Handlers still running on such deliveries are
+   * aborted (`DeliveryLostError`; their outcome is a hand-back, which the port finds stale).
    */
   dropStale(): void {
     const kept: Received<D>[] = [];
@@ -237,6 +238,11 @@ export class SubscriptionRuntime<D> implements Subscription {
       else this.#done(received.delivery);
     }
     this.#waiting = kept;
+    // Handlers still running on such deliveries are stopped too: nothing they return can settle.
+    this.#runs.abortWhere<Received<D>>(
+      (received) => !this.#port.isCurrent(received.delivery),
+      new DeliveryLostError(this.destination),
+    );
   }
 
   #pump(): void {
@@ -395,5 +401,15 @@ export class SubscriptionRuntime<D> implements Subscription {
     });
     if (this.#unsettled > 0) await settleWithin(drained, step * 2);
     if (this.#port.close !== undefined) await settleWithin(this.#port.close(), step);
+  }
+}
+
+/** Why a handler was stopped by {@link SubscriptionRuntime.dropStale}: its delivery is back with the broker. */
+export class DeliveryLostError extends Error {
+  constructor(destination: string) {
+    super(
+      `the delivery from ${destination} went back to the broker (its channel closed); it will be handed out again`,
+    );
+    this.name = "DeliveryLostError";
   }
 }

@@ -486,6 +486,37 @@ describe("SubscriptionRuntime", () => {
     expect(counters).toMatchObject({ acked: 2, superseded: 0 });
   });
 
+  it("aborts a running handler whose delivery the port no longer holds, and settles nothing of it", async () => {
+    const held = heldHandler();
+    const { runtime, state, counters, settled } = await started(held.handler, {
+      prefetch: 4,
+      concurrency: 2,
+    });
+    const lost = message("a");
+    state.deliver(lost);
+    state.deliver(message("b"));
+    await held.until(2);
+    // The channel of "a" closed: the broker hands it out again, so its handler must let go of it
+    // (a batch member would otherwise hold it, and its claim, until a timer), and "b" runs on.
+    lost.current = false;
+    runtime.dropStale();
+    const [first, second] = held.started;
+    expect(first?.signal.aborted).toBe(true);
+    expect(first?.signal.reason).toBeInstanceOf(Error);
+    expect(second?.signal.aborted).toBe(false);
+    await state.next((c) => c.op === "release" && c.id === "a");
+    second?.answer(MessageStatus.ACKNOWLEDGED);
+    await state.next((c) => c.op === "release" && c.id === "b");
+    // Stale: neither acknowledged nor handed back (the broker has it already), only released.
+    expect(state.ops()).toEqual(["receive", "release:a", "ack:b", "release:b"]);
+    expect(settled.map((s) => s.messageId)).toEqual(["b"]);
+    // A late answer of the aborted handler settles nothing.
+    first?.answer(MessageStatus.ACKNOWLEDGED);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(state.ops()).toEqual(["receive", "release:a", "ack:b", "release:b"]);
+    expect(counters).toMatchObject({ acked: 1 });
+  });
+
   it("skips a waiting delivery that went stale before its turn, without running it", async () => {
     const held = heldHandler();
     const { state, counters } = await started(held.handler, { prefetch: 4 });
