@@ -14,8 +14,9 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { isBuiltin } from "node:module";
-import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { basename, dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { keepLocations } from "./keep-locations.mjs";
 
 const CLI_DIR = fileURLToPath(new URL("..", import.meta.url));
 const ROOT = resolve(CLI_DIR, "../..");
@@ -84,46 +85,6 @@ export async function currentBundle() {
   if (files.some(([, was], i) => now[i] !== was)) return undefined;
   const entry = join(BUNDLE_DIR, stamp.entry);
   return (await fingerprint(entry)) === "missing" ? undefined : entry;
-}
-
-/**
- * esbuild keeps each bundled module where it was: `import.meta.url` (and `dirname`/`filename`) is
- * the source file's own, so `createRequire(import.meta.url)` and paths next to a source file resolve
- * as they do from source, and a package import that is not bundled becomes an absolute file URL
- * resolved from the importing file, as Node would resolve it there.
- */
-export function keepLocations(isBundled) {
-  return {
-    name: "factflow-keep-locations",
-    setup(build) {
-      build.onResolve({ filter: /^[^./]/ }, async (args) => {
-        if (args.pluginData === "inner" || isAbsolute(args.path)) return undefined;
-        if (isBuiltin(args.path)) return { path: args.path, external: true };
-        const found = await build.resolve(args.path, {
-          kind: args.kind,
-          importer: args.importer,
-          resolveDir: args.resolveDir,
-          pluginData: "inner",
-        });
-        if (found.errors.length > 0) {
-          // An optional package a bundled package requires in a try block (pg's pg-native).
-          if (args.importer.includes("/node_modules/")) return { path: args.path, external: true };
-          return { errors: found.errors };
-        }
-        if (found.external) return { path: found.path, external: true };
-        if (isBundled(found.path, args)) return { path: found.path };
-        return { path: pathToFileURL(found.path).href, external: true };
-      });
-      build.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, async (args) => {
-        if (args.path.includes("/node_modules/")) return undefined;
-        const source = await readFile(args.path, "utf8");
-        const contents = withOwnLocation(source, args.path);
-        const ext = args.path.slice(args.path.lastIndexOf(".") + 1);
-        const loader = ext.endsWith("tsx") ? "tsx" : ext.endsWith("ts") ? "ts" : "js";
-        return { contents, loader, resolveDir: dirname(args.path) };
-      });
-    },
-  };
 }
 
 /**
@@ -295,12 +256,4 @@ async function pruneOldBuilds(keep) {
 /** The current bundle's entry, built first when any of its inputs changed. */
 export async function freshBundle() {
   return (await currentBundle()) ?? (await buildBundle());
-}
-
-/** `import.meta.url`, `.dirname` and `.filename` of `path` written out (not where they are quoted). */
-export function withOwnLocation(source, path) {
-  const values = { url: pathToFileURL(path).href, dirname: dirname(path), filename: path };
-  return source.replace(/(?<!["'`])\bimport\.meta\.(url|dirname|filename)\b/g, (_, key) =>
-    JSON.stringify(values[key]),
-  );
 }

@@ -1,10 +1,9 @@
 import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
-import { isBuiltin } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, isAbsolute, join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { Plugin } from "esbuild";
+import { keepLocations } from "../launch/keep-locations.mjs";
 
 const TYPESCRIPT = /\.[cm]?tsx?$/;
 
@@ -52,7 +51,7 @@ async function compileModule(path: string): Promise<string> {
     metafile: true,
     sourcemap: "inline",
     logLevel: "silent",
-    plugins: [keepLocations()],
+    plugins: [keepLocations(isCompiledIn)],
   });
   const code = result.outputFiles[0]?.contents;
   if (code === undefined) throw new Error(`esbuild wrote nothing for ${path}`);
@@ -72,6 +71,11 @@ async function compileModule(path: string): Promise<string> {
     }
   }
   throw new Error(`cannot write the compiled ${path} (in ${CACHE_DIRS.join(" or ")})`);
+}
+
+/** The module's own files and TypeScript anywhere are compiled in; JavaScript packages stay where they are. */
+function isCompiledIn(path: string): boolean {
+  return !path.includes("/node_modules/") || TYPESCRIPT.test(path);
 }
 
 const CACHE_DIRS = [
@@ -121,53 +125,4 @@ function sourceConditions(): string[] {
       conditions.push(args[i + 1] as string);
   }
   return conditions;
-}
-
-/** Bundled files keep their own `import.meta.url`; packages under node_modules stay where they are. */
-function keepLocations(): Plugin {
-  return {
-    name: "factflow-keep-locations",
-    setup(build) {
-      build.onResolve({ filter: /^[^./]/ }, async (args) => {
-        if (args.pluginData === "inner" || isAbsolute(args.path)) return undefined;
-        if (isBuiltin(args.path)) return { path: args.path, external: true };
-        const found = await build.resolve(args.path, {
-          kind: args.kind,
-          importer: args.importer,
-          resolveDir: args.resolveDir,
-          pluginData: "inner",
-        });
-        if (found.errors.length > 0) return { errors: found.errors };
-        if (found.external) return { path: found.path, external: true };
-        if (!found.path.includes("/node_modules/") || TYPESCRIPT.test(found.path))
-          return { path: found.path };
-        return { path: pathToFileURL(found.path).href, external: true };
-      });
-      build.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, async (args) => {
-        if (args.path.includes("/node_modules/") && !TYPESCRIPT.test(args.path)) return undefined;
-        const source = await readFile(args.path, "utf8");
-        const contents = withOwnLocation(source, args.path);
-        const loader = args.path.endsWith("x")
-          ? TYPESCRIPT.test(args.path)
-            ? "tsx"
-            : "jsx"
-          : TYPESCRIPT.test(args.path)
-            ? "ts"
-            : "js";
-        return { contents, loader, resolveDir: dirname(args.path) };
-      });
-    },
-  };
-}
-
-/** `import.meta.url`, `.dirname` and `.filename` of `path` written out (not where they are quoted). */
-function withOwnLocation(source: string, path: string): string {
-  const values: Record<string, string> = {
-    url: pathToFileURL(path).href,
-    dirname: dirname(path),
-    filename: path,
-  };
-  return source.replace(/(?<!["'`])\bimport\.meta\.(url|dirname|filename)\b/g, (_, key: string) =>
-    JSON.stringify(values[key]),
-  );
 }
