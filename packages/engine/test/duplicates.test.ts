@@ -36,7 +36,7 @@ routes:
  * time (a duplicate with the same id, as a broker redelivery would hand out) or fail the publish.
  */
 interface Tap {
-  mode: "none" | "duplicate-mid" | "fail-second-leaf" | "late-redelivery-mid";
+  mode: "none" | "duplicate-mid" | "duplicate-batch" | "fail-second-leaf" | "late-redelivery-mid";
   published: Map<string, string[]>;
   leafPublishes: number;
 }
@@ -60,7 +60,13 @@ function tapped(inner: QueueProtocol, tap: Tap): QueueProtocol {
       const queue = destination.split("/").at(-1) ?? destination;
       if (queue === "leaf.in" && tap.mode === "fail-second-leaf" && ++tap.leafPublishes === 2)
         throw new ProviderError("test", "connection", "publish lost on purpose", { retryable: true });
+      // Both copies are handed over before either is awaited, so they sit next to each other.
+      const copy =
+        queue === "bat.in" && tap.mode === "duplicate-batch"
+          ? inner.publish(destination, message)
+          : undefined;
       const result = await inner.publish(destination, message);
+      await copy;
       const ids = tap.published.get(queue) ?? [];
       ids.push(message.id ?? "");
       tap.published.set(queue, ids);
@@ -118,6 +124,34 @@ describe("duplicate deliveries", () => {
     expect(messages.filter((r) => r.route === "leaf" && r.status === "completed")).toHaveLength(
       ITEMS * PARTS,
     );
+  });
+
+  it("acknowledges the copies of messages held in a batch at once, so the batch still fills", async () => {
+    // Every message reaches bat.in twice in a row. The route runs 3 handlers at once (the batch's
+    // size): a copy that waited for its held original would keep a handler from the message that
+    // fills the batch, and with a 10-minute batch timer the run would not end.
+    tap.mode = "duplicate-batch";
+    const { id, status, events } = await h.run(`
+name: dup-batch
+init: { route: root, message: { items: [1, 2, 3, 4, 5, 6] } }
+routes:
+  root:
+    inbound: { queue: root.in }
+    adapters: [{ type: split, config: { field: items } }]
+    outbound: [bat.in]
+  bat:
+    inbound: { queue: bat.in, concurrency: 1 }
+    adapters:
+      - { type: batch, config: { size: 3, timeout_ms: 600000 } }
+      - { type: sink }
+`);
+    tap.mode = "none";
+    expect(status).toBe("completed");
+    const batches = (seen.get(id) ?? []).filter((c) => c.route === "bat");
+    expect(batches.map((c) => (c.body as { count: number }).count)).toEqual([3, 3]);
+    const counters = ((events.at(-1)?.data ?? {}) as { counters?: Record<string, number> }).counters ?? {};
+    expect(counters["bat.duplicates"]).toBe(6);
+    expect(counters["bat.acknowledged"]).toBe(6);
   });
 
   it("re-runs a delivery whose publish failed under the same child ids, without a second generation", async () => {
@@ -214,19 +248,36 @@ describe("DeliveryLedger", () => {
   it("lets a second copy wait for the first to finish, and gives up on abort", async () => {
     const ledger = new DeliveryLedger();
     const never = new AbortController().signal;
-    expect(await ledger.claim("x", [never])).toBe(true);
-    let second = false;
-    const waiting = ledger.claim("x", [never]).then((ok) => {
-      second = ok;
+    expect(await ledger.claim("x", [never])).toBe("claimed");
+    let second = "";
+    const waiting = ledger.claim("x", [never]).then((claim) => {
+      second = claim;
     });
-    await new Promise((r) => setTimeout(r, 20));
-    expect(second).toBe(false);
+    await new Promise((r) => setImmediate(r));
+    expect(second).toBe("");
     ledger.release("x");
     await waiting;
-    expect(second).toBe(true);
+    expect(second).toBe("claimed");
     const abort = new AbortController();
     const third = ledger.claim("x", [never, abort.signal]);
     abort.abort();
-    expect(await third).toBe(false);
+    expect(await third).toBe("aborted");
+  });
+
+  it("answers a copy of a message parked in a batch as covered, at the parked attempt or earlier", async () => {
+    const ledger = new DeliveryLedger();
+    const never = new AbortController().signal;
+    expect(await ledger.claim("x", [never], 2)).toBe("claimed");
+    // Waiting before the holder parks: woken by the park.
+    const early = ledger.claim("x", [never], 2);
+    const later = ledger.claim("x", [never], 3);
+    ledger.park("x", 2);
+    expect(await early).toBe("covered");
+    expect(await ledger.claim("x", [never], 1)).toBe("covered");
+    // A later attempt is not the parked one's to settle: it waits for the claim.
+    ledger.unpark("x");
+    expect(ledger.isCovered("x", 2)).toBe(false);
+    ledger.release("x");
+    expect(await later).toBe("claimed");
   });
 });

@@ -3,8 +3,8 @@ export const DEFAULT_SETTLED_MEMORY = 50_000;
 
 /** A handler of one id in flight; `done`/`end` exist once another copy waits for it. */
 interface Running {
-  done?: Promise<void>;
-  end?: () => void;
+  done?: Promise<void> | undefined;
+  end?: (() => void) | undefined;
 }
 
 /** How a message's delivery ended for good in this process. */
@@ -21,6 +21,9 @@ const CLAIMED: Running = Object.freeze({});
 function unpack(packed: number): SettledDelivery {
   return { outcome: packed % 2 === 1 ? "failed" : "completed", attempt: Math.floor(packed / 2) };
 }
+
+/** How a {@link DeliveryLedger.claim} ended. */
+export type Claim = "claimed" | "aborted" | "covered";
 
 /** What {@link DeliveryLedger.classify} decides for an arriving delivery. */
 export type DeliveryVerdict = "fresh" | "duplicate";
@@ -53,6 +56,12 @@ export class DeliveryLedger {
    * copy of the message has to wait for it (rare), so the common claim allocates nothing.
    */
   readonly #running = new Map<string, Running>();
+  /**
+   * Ids whose running handler is parked in a stateful batch, with the attempt it carries. The batch
+   * settles that message, so a copy of it at that attempt or an earlier one has nothing to add; and a
+   * copy that waited for the parked one would hold a handler slot the batch may need to fill.
+   */
+  readonly #parked = new Map<string, number>();
   /** Deliveries acknowledged as duplicates. */
   duplicates = 0;
 
@@ -90,16 +99,18 @@ export class DeliveryLedger {
   }
 
   /**
-   * Waits until no handler of `id` runs, then claims it. Resolves false when one of `signals` aborts first
-   * (the claim is not taken). Two copies of one message never run at once in this process: the
+   * Waits until no handler of `id` runs, then claims it: "claimed". "aborted" when one of `signals`
+   * aborts first, "covered" when the handler it waits for is parked in a batch at `attempt` or later
+   * (no claim is taken either way). Two copies of one message never run at once in this process: the
    * second waits for the first to settle, then is classified.
    */
-  async claim(id: string, signals: readonly AbortSignal[]): Promise<boolean> {
-    if (this.tryClaim(id, signals)) return true;
+  async claim(id: string, signals: readonly AbortSignal[], attempt = 1): Promise<Claim> {
+    if (this.tryClaim(id, signals)) return "claimed";
     for (;;) {
-      if (signals.some((s) => s.aborted)) return false;
+      if (signals.some((s) => s.aborted)) return "aborted";
       let current = this.#running.get(id);
       if (current === undefined) break;
+      if (this.isCovered(id, attempt)) return "covered";
       if (current === CLAIMED) {
         // The shared marker of an uncontended claim: give this one its own record to wait on.
         current = {};
@@ -119,10 +130,38 @@ export class DeliveryLedger {
         });
         void running.done.then(() => finish(false));
       });
-      if (aborted) return false;
+      if (aborted) return "aborted";
     }
     this.#running.set(id, CLAIMED);
-    return true;
+    return "claimed";
+  }
+
+  /**
+   * True while a handler of `id` is parked in a batch at `attempt` or a later one: a copy of the
+   * message at `attempt` is settled by that batch (see {@link park}).
+   */
+  isCovered(id: string, attempt: number): boolean {
+    const parked = this.#parked.get(id);
+    return parked !== undefined && attempt <= parked;
+  }
+
+  /**
+   * The claimed handler of `id` parks in a stateful batch, carrying `attempt`: copies waiting for it
+   * are woken to find themselves covered ({@link claim} answers "covered").
+   */
+  park(id: string, attempt: number): void {
+    this.#parked.set(id, attempt);
+    const current = this.#running.get(id);
+    if (current === undefined || current === CLAIMED) return;
+    const wake = current.end;
+    current.done = undefined;
+    current.end = undefined;
+    wake?.();
+  }
+
+  /** The parked handler of `id` left its batch (it carries the batch on, or settles). */
+  unpark(id: string): void {
+    this.#parked.delete(id);
   }
 
   /**
@@ -140,6 +179,7 @@ export class DeliveryLedger {
   release(id: string): void {
     const current = this.#running.get(id);
     this.#running.delete(id);
+    this.#parked.delete(id);
     current?.end?.();
   }
 

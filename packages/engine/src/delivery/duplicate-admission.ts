@@ -4,14 +4,19 @@ import { errorInfoOf } from "../lineage/lineage-rows.js";
 import type { ExecutionRuntime } from "../runtime.js";
 import type { DeliveryVerdict } from "./delivery-ledger.js";
 
-/** What {@link admitDelivery} decided: run the route, acknowledge a duplicate, or give up (aborted). */
-export type Admission = "run" | "duplicate" | "aborted";
+/**
+ * What {@link admitDelivery} decided: run the route, acknowledge a duplicate, acknowledge a copy
+ * covered by a batch that holds the message (no claim taken), or give up (aborted).
+ */
+export type Admission = "run" | "duplicate" | "covered" | "aborted";
 
 /**
  * Admits a delivery of `route`: waits while another copy of the same message runs in this process,
  * then decides whether it is a duplicate of a message already settled for good (a broker
  * redelivery after a lost ack, or the same child published again by a re-run parent). On "run" and
- * "duplicate" the caller holds the message's claim and must `release` it on the ledger. Answers
+ * "duplicate" the caller holds the message's claim and must `release` it on the ledger. A copy whose
+ * message is parked in a stateful batch here, at the same attempt, does not wait: the batch settles
+ * that message, and a waiting copy would hold a handler slot the batch may need to fill ("covered"). Answers
  * synchronously in the common case (no other copy in flight, nothing to read from lineage), so a
  * fresh delivery costs no promise.
  */
@@ -38,8 +43,22 @@ async function claimThenAdmit(
   delivery: Delivery,
   providerSignal: AbortSignal,
 ): Promise<Admission> {
-  if (!(await runtime.deliveries.claim(delivery.message.id, [providerSignal, runtime.signal])))
-    return "aborted";
+  const claim = await runtime.deliveries.claim(
+    delivery.message.id,
+    [providerSignal, runtime.signal],
+    delivery.attempt,
+  );
+  if (claim === "aborted") return "aborted";
+  if (claim === "covered") {
+    runtime.deliveries.duplicates++;
+    runtime.logger.info("copy of a message held in a batch acknowledged without running the route", {
+      route,
+      messageId: delivery.message.id,
+      attempt: delivery.attempt,
+      redelivered: delivery.redelivered,
+    });
+    return "covered";
+  }
   return admitClaimed(runtime, route, delivery);
 }
 

@@ -383,6 +383,11 @@ export class RouteProcessor {
     trace: ChainTrace | undefined,
   ): Promise<HandlerResult> | HandlerResult {
     if (admission === "aborted") return MessageStatus.PENDING;
+    if (admission === "covered") {
+      this.counters.duplicates++;
+      if (trace !== undefined) trace.note = "duplicate";
+      return MessageStatus.ACKNOWLEDGED;
+    }
     if (admission === "duplicate") {
       this.counters.duplicates++;
       if (trace !== undefined) trace.note = "duplicate";
@@ -598,7 +603,9 @@ export class RouteProcessor {
       };
       const unwatch = signal.onCancel(onAbort);
       if (trace !== undefined) this.#heldTraces.set(envelope.id, contextOf(trace.delivery));
+      runtime.deliveries.park(envelope.id, delivery.attempt);
       const fate = await parked.fate;
+      runtime.deliveries.unpark(envelope.id);
       this.#heldTraces.delete(envelope.id);
       unwatch();
       this.counters.held--;
