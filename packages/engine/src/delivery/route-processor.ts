@@ -597,9 +597,19 @@ export class RouteProcessor {
       this.counters.held++;
       runtime.onMaybeIdle();
       const parked = outcome;
+      let taken = false;
       const onAbort = () => {
-        parked.batch.remove(parked.entry);
-        parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
+        // A lost delivery is no longer there to settle its message: copies of it must run, not
+        // count as covered by this batch.
+        runtime.deliveries.unpark(envelope.id);
+        if (parked.batch.remove(parked.entry)) {
+          parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
+          return;
+        }
+        // Already taken by an emitted batch: the message is part of that batch's output, so this
+        // delivery waits for the batch's outcome and records it (keeping its claim meanwhile), and
+        // the broker's redelivery of the message is then a duplicate, or runs again if it failed.
+        taken = true;
       };
       const unwatch = signal.onCancel(onAbort);
       if (trace !== undefined) this.#heldTraces.set(envelope.id, contextOf(trace.delivery));
@@ -612,7 +622,7 @@ export class RouteProcessor {
       this.counters.inFlight++;
       runtime.onActivity();
       if (fate.kind === "settle") {
-        if (signal.aborted) {
+        if (signal.aborted && !taken) {
           recordAbandoned(runtime, run, parked.adapterIndex, parked.entry.rowId);
           throw new DeliveryAbandoned("held delivery cancelled");
         }
@@ -658,7 +668,7 @@ export class RouteProcessor {
       messageId: envelope.id,
       error: info.message,
     });
-    return this.#settle(delivery, MessageStatus.FAILED, info);
+    return this.#settleAll(delivery, run, MessageStatus.FAILED, info);
   }
 
   #complete(

@@ -52,8 +52,14 @@ export class BatchState {
     return held;
   }
 
-  /** Forgets one delivery (its handler was aborted; the broker redelivers it). */
-  remove(entry: HeldDelivery): void {
-    this.#held = this.#held.filter((e) => e !== entry);
+  /**
+   * Forgets one delivery (its handler was aborted; the broker redelivers it). False when the batch
+   * no longer holds it: it was taken into an emitted batch.
+   */
+  remove(entry: HeldDelivery): boolean {
+    const index = this.#held.indexOf(entry);
+    if (index === -1) return false;
+    this.#held.splice(index, 1);
+    return true;
   }
 }
