@@ -88,6 +88,7 @@ await registerWithArtemis(
 
         const bodies = retainedBodies(100);
         observeDeadLetterReads((message) => bodies.probe(message));
+        bodies.start();
 
         expect((await p.admin.stats(source)).dlqDepth).toBe(1 + LETTERS);
         const stats = bodies.take();
@@ -96,12 +97,15 @@ await registerWithArtemis(
 
         const offset = 1_500;
         const limit = 50;
+        bodies.start();
         const page = await p.admin.browseDeadLetters(source, { offset, limit });
         const browse = bodies.take();
         expect(page.total).toBe(1 + LETTERS);
         expect(page.items.map((letter) => letter.message.id)).toEqual(ids.slice(offset, offset + limit));
         expect(browse.read, "browse read every letter").toBe(1 + LETTERS);
         expect(browse.peak, "browse holds a page").toBeLessThanOrEqual(limit + IN_TRANSIT);
+
+        bodies.start();
 
         expect((await p.admin.redriveAll(source)).redriven).toBe(1 + LETTERS);
         const redrive = bodies.take();

@@ -92,6 +92,7 @@ describe.skipIf(!available.ok)("dead-letter admin of a large dead-letter topic",
 
     const bodies = retainedBodies(100);
     observeDeadLetterReads((copy) => bodies.probe(copy));
+    bodies.start();
 
     expect((await p.admin.stats(source)).dlqDepth).toBe(1 + LETTERS);
     const stats = bodies.take();
@@ -100,11 +101,14 @@ describe.skipIf(!available.ok)("dead-letter admin of a large dead-letter topic",
 
     const offset = 1_500;
     const limit = 50;
+    bodies.start();
     const page = await p.admin.browseDeadLetters(source, { offset, limit });
     const browse = bodies.take();
     expect(page.total).toBe(1 + LETTERS);
     expect(page.items.map((letter) => letter.message.id)).toEqual(ids.slice(offset, offset + limit));
     expect(browse.peak, "browse holds one peek window").toBeLessThanOrEqual(PEEK_WINDOW + IN_TRANSIT);
+
+    bodies.start();
 
     expect((await p.admin.redriveAll(source)).redriven).toBe(1 + LETTERS);
     const redrive = bodies.take();

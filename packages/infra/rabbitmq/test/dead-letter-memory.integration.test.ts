@@ -92,6 +92,7 @@ describe.skipIf(skip)("dead-letter admin of a large dead-letter queue", () => {
     expect(await storedCount()).toBe(1 + LETTERS + LETTERS / TWICE_EVERY);
     const bodies = retainedBodies(100);
     observeDeadLetterReads((body) => bodies.probe(body));
+    bodies.start();
 
     expect((await p.admin.stats(source)).dlqDepth).toBe(1 + LETTERS);
     const stats = bodies.take();
@@ -101,6 +102,7 @@ describe.skipIf(skip)("dead-letter admin of a large dead-letter queue", () => {
 
     const offset = 1_500;
     const limit = 50;
+    bodies.start();
     const page = await p.admin.browseDeadLetters(source, { offset, limit });
     const browse = bodies.take();
     expect(page.total).toBe(1 + LETTERS);
@@ -108,6 +110,7 @@ describe.skipIf(skip)("dead-letter admin of a large dead-letter queue", () => {
     expect(browse.peak, "browse holds one page of bodies").toBeLessThanOrEqual(limit + IN_TRANSIT);
 
     await storeTwice();
+    bodies.start();
     expect((await p.admin.redriveAll(source)).redriven).toBe(1 + LETTERS);
     const redrive = bodies.take();
     expect(redrive.peak, "redrive holds one batch of bodies").toBeLessThanOrEqual(REDRIVE_BATCH + IN_TRANSIT);
