@@ -190,7 +190,8 @@ export class ArtemisAdmin implements QueueAdminProtocol {
    * Factflow's dead letters in `dlq`, each counted once. The queue is read through a consumer that
    * acknowledges nothing but surplus copies and keeps no message: the broker's management listing
    * (`listMessages`) would be cheaper but stops at the address's `management-browse-page-size`
-   * (200 by default), so it undercounts a larger dead-letter queue.
+   * (200 by default), so it undercounts a larger dead-letter queue; so does `countMessages` grouped
+   * by the id property (measured on 2.40: 200 groups' worth of 2,001 messages).
    */
   private countOwnDeadLetters(dlq: string): Promise<number> {
     return this.serial(() => this.ownDeadLetters(dlq, undefined, async () => false));
