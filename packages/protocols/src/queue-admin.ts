@@ -95,6 +95,11 @@ export interface DeadLetterPage {
  * (its copy's confirmation lost in a connection cut) is one dead letter: counted, listed, redriven and
  * discarded once, its surplus copy removed where the provider finds it. Its identity is its message
  * id and publish time (`deadLetterKey` in `@factflow/provider-kit`).
+ *
+ * Memory does not grow with the bodies held in a dead-letter destination: an operation that reads it
+ * holds at most a page (browse) or a batch (redrive) of dead letters at once, plus, while it runs,
+ * a small identity per dead letter where the provider must find surplus copies; each provider's doc
+ * (`docs/providers/`) states its bound and what a read costs.
  */
 export interface QueueAdminProtocol {
   listDestinations(): Promise<readonly DestinationInfo[]>;

@@ -43,6 +43,15 @@ import {
   subscriptionFromArtemis,
 } from "./naming.js";
 import { consumeQueue } from "./queue-consumer.js";
+
+export { observeQueueReads as observeDeadLetterReads } from "./queue-consumer.js";
+
+/**
+ * Bytes of dead letters the broker sends a redrive ahead of its acknowledgements
+ * (`consumer-window-size`): the most a redrive holds at once, plus one message.
+ */
+export const REDRIVE_WINDOW_BYTES = 1 << 20;
+
 import type { StompLink } from "./stomp-link.js";
 
 /** What the admin API needs from its provider. */
@@ -145,67 +154,69 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     }
     return this.serial(async () => {
       const { dlq, broker } = this.resolve(source);
-      const [letters, brokerCounts] = await Promise.all([
-        this.ownDeadLetters(dlq, undefined),
-        countBrokerDeadLetters(this.deps.management, broker),
-      ]);
-      const total = letters.length + sum(brokerCounts);
-      const end = Math.min(total, offset + limit);
-      if (end <= offset) return { total, offset, items: [] };
-      const seen: IMessage[] = letters.slice(0, end);
-      const keep = async (message: IMessage) => {
-        seen.push(message);
+      // Only the page is kept: the letters before it are counted and dropped as they are read.
+      const items: DeadLetter[] = [];
+      const own = await this.ownDeadLetters(dlq, undefined, async (message, index) => {
+        if (index >= offset && index < offset + limit) items.push(toDeadLetter(message));
         return false;
-      };
+      });
+      const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
+      const total = own + sum(brokerCounts);
+      const end = Math.min(total, offset + limit);
+      let index = own;
       const timeoutMs = this.deps.config.adminTimeoutMs;
       // Factflow's own dead letters first, then the broker's, each in queue order.
       for (const [i, place] of broker.entries()) {
-        const wanted = Math.min(brokerCounts[i] ?? 0, end - seen.length);
-        if (wanted > 0)
-          await consumeQueue(this.deps.link, timeoutMs, place.subscribeTo, place.selector, wanted, keep);
+        const wanted = Math.min(brokerCounts[i] ?? 0, end - index);
+        if (wanted <= 0) break;
+        await consumeQueue(
+          this.deps.link,
+          timeoutMs,
+          place.subscribeTo,
+          place.selector,
+          wanted,
+          async (message) => {
+            if (index >= offset) items.push(toDeadLetter(message));
+            index += 1;
+            return false;
+          },
+        );
       }
-      return { total, offset, items: seen.slice(offset, offset + limit).map(toDeadLetter) };
+      return { total, offset, items };
     });
   }
 
   /**
-   * Factflow's dead letters in `dlq`, each counted once, from the broker's listing of the queue's
-   * message properties (`listMessages`): nothing is delivered, so a count never competes with a
-   * consumer or another process's browse.
+   * Factflow's dead letters in `dlq`, each counted once. The queue is read through a consumer that
+   * acknowledges nothing but surplus copies and keeps no message: the broker's management listing
+   * (`listMessages`) would be cheaper but stops at the address's `management-browse-page-size`
+   * (200 by default), so it undercounts a larger dead-letter queue; so does `countMessages` grouped
+   * by the id property (measured on 2.40: 200 groups' worth of 2,001 messages).
    */
-  private async countOwnDeadLetters(dlq: string): Promise<number> {
-    let listed: unknown;
-    try {
-      const answer = await this.deps.management.invoke(`queue.${dlq}`, "listMessages", [""]);
-      listed = typeof answer === "string" ? JSON.parse(answer) : answer;
-    } catch (error) {
-      if (error instanceof ResourceNotFound) return 0;
-      throw error;
-    }
-    if (!Array.isArray(listed)) return 0;
-    const keys = new Set<string>();
-    for (const properties of listed as Record<string, unknown>[])
-      keys.add(keyOf(stringProperties(properties)));
-    return keys.size;
+  private countOwnDeadLetters(dlq: string): Promise<number> {
+    return this.serial(() => this.ownDeadLetters(dlq, undefined, async () => false));
   }
 
   /**
    * Reads Factflow's dead letters in `dlq` (those with `selector`, when given) in queue order and
-   * returns the first copy of each; `settle` decides whether that copy is acknowledged (default:
-   * none is). Later copies of a dead letter are acknowledged, so they leave the broker.
+   * hands the first copy of each to `settle` with its position among the letters; `settle` decides
+   * whether that copy is acknowledged. Later copies of a dead letter are acknowledged, so they leave
+   * the broker. Keeps only the identities seen; answers the number of dead letters. `windowBytes`
+   * bounds what the broker sends ahead (see {@link consumeQueue}); only a read that acknowledges
+   * what it moves may set it.
    */
   private async ownDeadLetters(
     dlq: string,
     selector: string | undefined,
-    settle: (message: IMessage) => Promise<boolean> = async () => false,
-  ): Promise<IMessage[]> {
+    settle: (message: IMessage, index: number) => Promise<boolean>,
+    windowBytes?: number,
+  ): Promise<number> {
     const stored =
       selector === undefined
         ? (await this.deps.management.queueFigures(dlq)).messageCount
         : await countMatching(this.deps.management, dlq, selector);
-    if (stored === 0) return [];
+    if (stored === 0) return 0;
     const keys = new Set<string>();
-    const letters: IMessage[] = [];
     await consumeQueue(
       this.deps.link,
       this.deps.config.adminTimeoutMs,
@@ -216,11 +227,11 @@ export class ArtemisAdmin implements QueueAdminProtocol {
         const key = keyOf(message.headers);
         if (keys.has(key)) return true;
         keys.add(key);
-        letters.push(message);
-        return settle(message);
+        return settle(message, keys.size - 1);
       },
+      windowBytes,
     );
-    return letters;
+    return keys.size;
   }
 
   redriveAll(source: DeadLetterSource): Promise<{ redriven: number }> {
@@ -228,7 +239,10 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       const { target, dlq, broker } = this.resolve(source);
       const redrive = (message: IMessage) => this.redrive(target, source, message);
       const timeoutMs = this.deps.config.adminTimeoutMs;
-      let redriven = (await this.ownDeadLetters(dlq, undefined, redrive)).length;
+      // Each letter is copied, its copy confirmed (RECEIPT), then acknowledged: a crash leaves at most
+      // one letter both redriven and still dead-lettered. The window keeps the broker from sending
+      // the whole queue ahead of the acknowledgements.
+      let redriven = await this.ownDeadLetters(dlq, undefined, redrive, REDRIVE_WINDOW_BYTES);
       const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
       for (const [i, place] of broker.entries()) {
         const count = brokerCounts[i] ?? 0;
@@ -240,6 +254,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
             place.selector,
             count,
             redrive,
+            REDRIVE_WINDOW_BYTES,
           );
       }
       return { redriven };
@@ -280,7 +295,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       done = await settle(message);
       return done;
     });
-    return letters.length === 0 ? undefined : done;
+    return letters === 0 ? undefined : done;
   }
 
   /**
@@ -464,16 +479,6 @@ export function depthAndInFlight(
 function keyOf(headers: Readonly<Record<string, string>>): string {
   const id = headers[DLQ_ID_HEADER] ?? headers[Headers.messageId] ?? headers["message-id"] ?? "";
   return deadLetterKey({ id, publishedAt: headers[PUBLISHED_AT_HEADER] });
-}
-
-/** The string-valued properties of a listed message. */
-function stringProperties(properties: Record<string, unknown>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const key in properties) {
-    const value = properties[key];
-    if (typeof value === "string") out[key] = value;
-  }
-  return out;
 }
 
 function toDeadLetter(message: IMessage): DeadLetter {

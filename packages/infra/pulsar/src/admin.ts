@@ -14,7 +14,6 @@ import {
 import {
   deadLetterFromHeaders,
   deadLetterKey,
-  distinctDeadLetters,
   PUBLISHED_AT_HEADER,
   redriveHeaders,
 } from "@factflow/provider-kit";
@@ -26,12 +25,35 @@ import type { PeekedMessage, PulsarRest, SubscriptionFigures, TopicDeletion } fr
 import type { Topics } from "./topics.js";
 import type { ConsumerLink, IncomingMessage, PulsarTransport } from "./transport.js";
 
+/**
+ * The receive window of a search for one dead letter: the copies it passes over stay unacknowledged,
+ * and the broker hands over no more than the window of those.
+ */
+const SEARCH_WINDOW = 1_000;
 /** How long a dead-letter scan waits for the next message before it concludes there are no more. */
 const SCAN_IDLE_MS = 3_000;
 /** Pauses before asking again to delete a topic in use (a client closed just before may be detaching). */
 const DETACH_RETRY_MS = [100, 200, 400] as const;
 /** How long an admin change waits for the broker's backlog figure to show it. */
 const SETTLE_WAIT_MS = 10_000;
+/** Peeks in flight at once while a count or a browse reads the dead-letter subscription. */
+export const PEEK_WINDOW = 16;
+/**
+ * Dead letters a redrive sends together before it acknowledges them, and the receive window of its
+ * consumer: the most copies it holds at once.
+ */
+export const REDRIVE_BATCH = 100;
+
+let readProbe: ((copy: object) => void) | undefined;
+
+/**
+ * Calls `probe` with every dead-letter copy the admin reads from the broker (a peeked message or a
+ * received one; undefined stops it). Lets a test check how many copies stay reachable while a
+ * dead-letter topic is read.
+ */
+export function observeDeadLetterReads(probe: ((copy: object) => void) | undefined): void {
+  readProbe = probe;
+}
 
 /** What the admin needs from its provider. */
 export interface AdminDeps {
@@ -76,8 +98,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  *
  * A dead letter stored twice (its copy sent again after the broker's answer was lost in a connection
  * cut) counts, lists and redrives once: the count and the browse peek every stored copy and keep the
- * first of each identity (`distinctDeadLetters`, by `deadLetterKey`); redrives and discards read the
- * subscription and acknowledge the later copies without republishing them, so they leave the broker.
+ * first of each identity (by `deadLetterKey`); redrives and discards read the subscription and
+ * acknowledge the later copies without republishing them, so they leave the broker.
+ *
+ * Memory does not grow with the dead-letter topic's bodies: a count or a browse peeks
+ * {@link PEEK_WINDOW} copies at a time and keeps only each letter's identity (its message id and
+ * publish time, tens of bytes) and, for a browse, the page asked for; a redrive receives through a
+ * window of {@link REDRIVE_BATCH} copies, sends them, waits for the broker's answers and then
+ * acknowledges them, batch by batch, keeping the identities of the letters it moved. A count or a
+ * browse costs one REST peek per stored copy.
  */
 export class PulsarAdmin implements QueueAdminProtocol {
   constructor(private readonly deps: AdminDeps) {}
@@ -95,16 +124,40 @@ export class PulsarAdmin implements QueueAdminProtocol {
     return (await this.backlogOf(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION))?.backlog ?? 0;
   }
 
-  /** The dead letters held, each once (the first stored copy), in order; nothing is removed. */
-  private async peekDeadLetters(route: PulsarRoute): Promise<readonly PeekedMessage[]> {
+  /**
+   * Peeks the stored copies in order, {@link PEEK_WINDOW} at a time, and hands the first copy of each
+   * dead letter to `visit` with its position among the letters; nothing is removed, and nothing is
+   * kept but the identities seen and what `visit` keeps. Answers the number of dead letters.
+   */
+  private async eachDeadLetter(
+    route: PulsarRoute,
+    visit: (peeked: PeekedMessage, index: number) => void,
+  ): Promise<number> {
     const stored = await this.deadLetterCount(route);
-    const copies: PeekedMessage[] = [];
-    for (let position = 1; position <= stored; position++) {
-      const peeked = await this.deps.rest.peek(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION, position);
+    const seen = new Set<string>();
+    const inFlight: Promise<PeekedMessage | undefined>[] = [];
+    let position = 1;
+    const fill = () => {
+      while (inFlight.length < PEEK_WINDOW && position <= stored) {
+        const peek = this.deps.rest.peek(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION, position++);
+        // Awaited in order below; this only keeps a failure behind an earlier one from going unhandled.
+        peek.catch(() => {});
+        inFlight.push(peek);
+      }
+    };
+    fill();
+    for (let peek = inFlight.shift(); peek !== undefined; peek = inFlight.shift()) {
+      const peeked = await peek;
       if (peeked === undefined) break;
-      copies.push(peeked);
+      readProbe?.(peeked);
+      const key = keyOf(peeked.payload, peeked.messageId);
+      if (!seen.has(key)) {
+        visit(peeked, seen.size);
+        seen.add(key);
+      }
+      fill();
     }
-    return distinctDeadLetters(copies, (copy) => keyOf(copy.payload, copy.messageId)).letters;
+    return seen.size;
   }
 
   async stats(source: DeadLetterSource): Promise<DestinationStats> {
@@ -114,7 +167,7 @@ export class PulsarAdmin implements QueueAdminProtocol {
       route.retryTopic === route.topic
         ? undefined
         : this.backlogOf(route.retryTopic, route.pulsarSubscription),
-      this.peekDeadLetters(route).then((letters) => letters.length),
+      this.eachDeadLetter(route, () => {}),
     ]);
     const inFlight = this.deps.inFlight(
       route.destination,
@@ -138,11 +191,12 @@ export class PulsarAdmin implements QueueAdminProtocol {
     const route = routeFor(source);
     const offset = Math.max(0, Math.floor(page.offset));
     const limit = Math.max(0, Math.floor(page.limit));
-    const letters = await this.peekDeadLetters(route);
-    const items = letters
-      .slice(offset, offset + limit)
-      .map((peeked) => toDeadLetter(peeked.payload, peeked.publishTime));
-    return { total: letters.length, offset, items };
+    const items: DeadLetter[] = [];
+    const total = await this.eachDeadLetter(route, (peeked, index) => {
+      if (index >= offset && index < offset + limit)
+        items.push(toDeadLetter(peeked.payload, peeked.publishTime));
+    });
+    return { total, offset, items };
   }
 
   async redriveAll(source: DeadLetterSource): Promise<{ redriven: number }> {
@@ -152,18 +206,38 @@ export class PulsarAdmin implements QueueAdminProtocol {
     const keys = new Set<string>();
     let redriven = 0;
     let acked = 0;
-    await this.scan(route, before, async (message, link) => {
-      const key = keyOf(message.payload, message.messageId);
-      // A later copy of a dead letter already redriven is acknowledged without a republish.
-      if (!keys.has(key)) {
-        keys.add(key);
-        await this.redriveCopy(route, message);
-        redriven += 1;
-      }
-      link.ack(message.messageId);
-      acked += 1;
-      return acked < before ? "continue" : "stop";
-    });
+    let batch: IncomingMessage[] = [];
+    // Sent together, answered, then acknowledged: a crash leaves at most this batch both redriven
+    // and still dead-lettered.
+    const flush = async (link: ConsumerLink) => {
+      await Promise.all(batch.map((message) => this.redriveCopy(route, message)));
+      for (const message of batch) link.ack(message.messageId);
+      redriven += batch.length;
+      acked += batch.length;
+      batch = [];
+    };
+    await this.scan(
+      route,
+      before,
+      REDRIVE_BATCH,
+      async (message, link, more) => {
+        const key = keyOf(message.payload, message.messageId);
+        // A later copy of a dead letter already redriven (or in this batch) goes without a republish.
+        if (keys.has(key)) {
+          link.ack(message.messageId);
+          acked += 1;
+        } else {
+          keys.add(key);
+          batch.push(message);
+        }
+        // A batch goes once full, or when no more copies are waiting (the window may be smaller).
+        if (batch.length >= REDRIVE_BATCH || !more) await flush(link);
+        return acked + batch.length < before ? "continue" : "stop";
+      },
+      async (link) => {
+        if (batch.length > 0) await flush(link);
+      },
+    );
     await this.waitForCount(route, before - acked);
     return { redriven };
   }
@@ -193,7 +267,7 @@ export class PulsarAdmin implements QueueAdminProtocol {
     if (before === 0) return false;
     let found: string | undefined;
     let acked = 0;
-    await this.scan(route, before, async (message, link) => {
+    await this.scan(route, before, SEARCH_WINDOW, async (message, link) => {
       const decoded = decodePayload(message.payload);
       if ("error" in decoded || decoded.headers[Headers.messageId] !== messageId) return "continue";
       const key = keyOf(message.payload, message.messageId);
@@ -229,11 +303,14 @@ export class PulsarAdmin implements QueueAdminProtocol {
   private async scan(
     route: PulsarRoute,
     expected: number,
-    visit: (message: IncomingMessage, link: ConsumerLink) => Promise<"continue" | "stop">,
+    window: number,
+    visit: (message: IncomingMessage, link: ConsumerLink, more: boolean) => Promise<"continue" | "stop">,
+    finish?: (link: ConsumerLink) => Promise<void>,
   ): Promise<void> {
     const link = await this.deps.transport.openConsumer(route.deadLetterTopic, DEAD_LETTER_SUBSCRIPTION, {
       subscriptionType: "Shared",
-      receiverQueueSize: Math.min(Math.max(expected, 1), 1_000),
+      // The broker hands over at most this many copies not yet acknowledged.
+      receiverQueueSize: Math.min(Math.max(expected, 1), window),
       negativeAckRedeliveryDelayMs: this.deps.config.negativeAckRedeliveryDelayMs,
     });
     const queue: IncomingMessage[] = [];
@@ -265,10 +342,12 @@ export class PulsarAdmin implements QueueAdminProtocol {
               `the connection to dead-letter topic "${route.deadLetterTopic}" closed during the scan; try again`,
             );
           }
-          return;
+          break;
         }
-        if ((await visit(message, link)) === "stop") return;
+        readProbe?.(message);
+        if ((await visit(message, link, queue.length > 0)) === "stop") break;
       }
+      await finish?.(link);
     } finally {
       // Let the acknowledgements reach the broker before the consumer goes.
       await sleep(50);

@@ -12,21 +12,19 @@ import {
   type QueueAdminProtocol,
 } from "@factflow/protocols";
 import {
-  type DistinctDeadLetters,
   deadLetterFromHeaders,
   deadLetterKey,
-  distinctDeadLetters,
   PUBLISHED_AT_HEADER,
   redriveHeaders,
 } from "@factflow/provider-kit";
-import type { ConfirmChannel, GetMessage, Message } from "amqplib";
+import type { ConfirmChannel, Message, Replies } from "amqplib";
 import { classifyAmqpError } from "./classify-error.js";
 import type { RabbitMqConfig } from "./config.js";
 import type { ConnectionManager } from "./connection-manager.js";
 import { deleteRabbitMqDestination } from "./delete-destination.js";
 import { decodeMessage, publishOptions, stringHeaders } from "./envelope-codec.js";
 import { amqpCopy } from "./failure-router.js";
-import { handBackAndClose } from "./hand-back.js";
+import { handBack, handBackAndClose } from "./hand-back.js";
 import { deadLetterQueueName, resolveDestination, topicSubscriptionQueue } from "./naming.js";
 import type { Topology } from "./topology.js";
 
@@ -45,8 +43,24 @@ interface ResolvedSource {
   readonly deadLetterQueue: string;
 }
 
-/** Largest batch a redrive holds unacknowledged at once. */
-const REDRIVE_BATCH = 100;
+/**
+ * Dead letters a redrive copies, confirms and acknowledges together: the most it holds in memory at
+ * once, and the most a crash in the middle can leave both redriven and still dead-lettered.
+ */
+export const REDRIVE_BATCH = 100;
+
+/** How long a read of a dead-letter queue waits for the next copy before it takes the rest as gone. */
+const READ_IDLE_MS = 2_000;
+
+let readProbe: ((body: Buffer) => void) | undefined;
+
+/**
+ * Calls `probe` with the body of every dead-letter copy the admin reads from the broker (undefined
+ * stops it). Lets a test check how many bodies stay reachable while a dead-letter queue is read.
+ */
+export function observeDeadLetterReads(probe: ((body: Buffer) => void) | undefined): void {
+  readProbe = probe;
+}
 
 /**
  * The queue admin API over plain AMQP (no management plugin). Depth and consumers come from a
@@ -57,9 +71,16 @@ const REDRIVE_BATCH = 100;
  *
  * A dead letter stored twice (its copy sent again after a publisher confirm was lost in a connection
  * cut) counts, lists and redrives once: every operation that reads the dead-letter queue reads all
- * of it, keeps the first copy of each dead letter (`distinctDeadLetters`, by `deadLetterKey`) and
- * acks the later copies, so they leave the broker as well. `dlqDepth` is that count too, so a
- * non-empty dead-letter queue is read whole by `stats`.
+ * of it, keeps the first copy of each dead letter (by `deadLetterKey`) and acks the later copies, so
+ * they leave the broker. `dlqDepth` is that count too, so a non-empty dead-letter queue is read
+ * whole by `stats`.
+ *
+ * Reads stream: each copy is fetched with `basic.get`, left unacknowledged at the broker (which
+ * keeps it; the channel's close puts it back) and dropped by this process once its identity is
+ * noted. Memory is one identity (the message id and publish time, tens of bytes) per dead letter,
+ * plus at most one page of bodies for a browse, one body for `redriveOne` / `discardOne` and
+ * {@link REDRIVE_BATCH} bodies for a redrive; never the whole queue's bodies. Each read costs one
+ * round trip per stored copy.
  */
 export class RabbitMqAdmin implements QueueAdminProtocol {
   private readonly locks = new Map<string, Promise<unknown>>();
@@ -135,6 +156,7 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
   private async withChannel<T>(
     what: string,
     fence: string,
+    reads: Reads,
     op: (channel: ConfirmChannel, returned: Set<string>) => Promise<T>,
   ): Promise<T> {
     const live = await this.deps.connection.waitForConnection(
@@ -155,7 +177,7 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     } catch (error) {
       throw classifyAmqpError(error, what, this.deps.config.url);
     } finally {
-      await handBackAndClose(channel, fence);
+      await handBackAndClose(channel, fence, reads.stored - reads.acked);
     }
   }
 
@@ -164,10 +186,12 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     return this.exclusive(resolved.deadLetterQueue, async () => {
       const stored = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
       if (stored === 0) return 0;
+      const reads: Reads = { stored, acked: 0 };
       return this.withChannel(
         `counting dead letters of "${resolved.describe}"`,
         resolved.deadLetterQueue,
-        async (channel) => (await readDeadLetters(channel, resolved.deadLetterQueue, stored)).letters.length,
+        reads,
+        (channel) => streamDeadLetters(channel, resolved.deadLetterQueue, reads, () => {}),
       );
     });
   }
@@ -182,13 +206,23 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     return this.exclusive(resolved.deadLetterQueue, async () => {
       const stored = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
       if (stored === 0) return { total: 0, offset, items: [] };
+      const reads: Reads = { stored, acked: 0 };
       return this.withChannel(
         `browsing dead letters of "${resolved.describe}"`,
         resolved.deadLetterQueue,
+        reads,
         async (channel) => {
-          const { letters } = await readDeadLetters(channel, resolved.deadLetterQueue, stored);
-          const items = letters.slice(offset, offset + limit).map(toDeadLetter);
-          return { total: letters.length, offset, items };
+          // Only the page's letters are kept; the others are dropped as soon as they are counted.
+          const items: DeadLetter[] = [];
+          const total = await streamDeadLetters(
+            channel,
+            resolved.deadLetterQueue,
+            reads,
+            (message, index) => {
+              if (index >= offset && index < offset + limit) items.push(toDeadLetter(message));
+            },
+          );
+          return { total, offset, items };
         },
       );
     });
@@ -201,15 +235,41 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
       const stored = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
       if (stored === 0) return { redriven: 0 };
       await this.deps.topology.ensureQueue(resolved.sourceQueue, resolved.describe);
+      const reads: Reads = { stored, acked: 0 };
       return this.withChannel(
         `redriving dead letters of "${resolved.describe}"`,
         resolved.deadLetterQueue,
+        reads,
         async (channel, returned) => {
-          const { letters } = await readDeadLetters(channel, resolved.deadLetterQueue, stored);
+          // First pass: surplus copies leave the broker before anything is redriven, so a crash
+          // later cannot leave a second copy of a letter already moved.
+          const letters = await streamDeadLetters(channel, resolved.deadLetterQueue, reads, () => {});
+          await handBack(channel, resolved.deadLetterQueue, stored - reads.acked);
+          // Second pass, batch by batch: copy, wait for the confirms, then ack the batch. A crash
+          // leaves the unacked batch in the dead-letter queue as well: at most one batch twice.
+          const moved = new Set<string>();
           let redriven = 0;
-          for (let start = 0; start < letters.length; start += REDRIVE_BATCH) {
-            const batch = letters.slice(start, start + REDRIVE_BATCH);
-            for (const message of batch) this.republish(channel, resolved.sourceQueue, message);
+          let fetched = 0;
+          const puller = await pull(channel, resolved.deadLetterQueue, REDRIVE_BATCH);
+          while (redriven < letters && fetched < stored) {
+            const batch: Message[] = [];
+            while (batch.length < REDRIVE_BATCH && redriven + batch.length < letters && fetched < stored) {
+              const message = await puller.next();
+              if (message === undefined) break;
+              fetched += 1;
+              readProbe?.(message.content);
+              const key = keyOf(message);
+              // A copy stored again since the first pass.
+              if (moved.has(key)) {
+                channel.ack(message);
+                reads.acked += 1;
+              } else {
+                moved.add(key);
+                batch.push(message);
+                this.republish(channel, resolved.sourceQueue, message);
+              }
+            }
+            if (batch.length === 0) break;
             await channel.waitForConfirms();
             for (const message of batch) {
               if (returned.has(String(message.properties.messageId))) {
@@ -220,9 +280,11 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
                 );
               }
               channel.ack(message);
-              redriven += 1;
+              reads.acked += 1;
             }
+            redriven += batch.length;
           }
+          await puller.cancel();
           return { redriven };
         },
       );
@@ -304,20 +366,26 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
     resolved: ResolvedSource,
     messageId: string,
     verb: string,
-    before: (channel: ConfirmChannel, message: GetMessage, returned: Set<string>) => Promise<void>,
+    before: (channel: ConfirmChannel, message: Message, returned: Set<string>) => Promise<void>,
   ): Promise<boolean> {
     return this.exclusive(resolved.deadLetterQueue, async () => {
       const stored = (await this.deps.topology.check(resolved.deadLetterQueue))?.messageCount ?? 0;
       if (stored === 0) return false;
+      const reads: Reads = { stored, acked: 0 };
       return this.withChannel(
         `${verb} dead letter "${messageId}" of "${resolved.describe}"`,
         resolved.deadLetterQueue,
+        reads,
         async (channel, returned) => {
-          const { letters } = await readDeadLetters(channel, resolved.deadLetterQueue, stored);
-          const message = letters.find((letter) => idOf(letter) === messageId);
+          // Read to the end, so later copies of the letter are removed too; only the match is kept.
+          let message: Message | undefined;
+          await streamDeadLetters(channel, resolved.deadLetterQueue, reads, (letter) => {
+            if (message === undefined && idOf(letter) === messageId) message = letter;
+          });
           if (message === undefined) return false;
           await before(channel, message, returned);
           channel.ack(message);
+          reads.acked += 1;
           // The ack must reach the broker before the channel closes and requeues the rest.
           await channel.waitForConfirms();
           return true;
@@ -328,28 +396,134 @@ export class RabbitMqAdmin implements QueueAdminProtocol {
 }
 
 /**
- * Fetches up to `stored` copies from the dead-letter queue (held unacked on `channel`, so they go
- * back when it closes) and splits them into dead letters and surplus copies; the surplus is acked,
- * so it leaves the broker.
+ * One read of a dead-letter queue: the copies it held when the read began (`stored`, the most it
+ * fetches) and how many of them it acknowledged, so the hand-back can wait until the rest are
+ * ready again.
  */
-async function readDeadLetters(
+interface Reads {
+  readonly stored: number;
+  acked: number;
+}
+
+/**
+ * Reads up to `reads.stored` copies of the dead-letter queue through a consumer without a prefetch
+ * limit (each copy stays unacked on `channel`, so it goes back when the channel closes), and hands
+ * the first copy of each dead letter to `visit`, synchronously, with its position among the letters;
+ * later copies are acked, so they leave the broker. A consumer streams where `basic.get` costs one
+ * round trip per copy, and since every copy is handled as its frame is parsed, nothing accumulates:
+ * the process keeps only the identities seen and whatever `visit` keeps. Stops once `reads.stored`
+ * copies came, or when none came for {@link READ_IDLE_MS} (another reader holds the rest). Answers
+ * the number of dead letters.
+ */
+async function streamDeadLetters(
   channel: ConfirmChannel,
   queue: string,
-  stored: number,
-): Promise<DistinctDeadLetters<GetMessage>> {
-  const copies: GetMessage[] = [];
-  for (let index = 0; index < stored; index++) {
-    const message = await channel.get(queue, { noAck: false });
-    if (message === false) break;
-    copies.push(message);
-  }
-  const split = distinctDeadLetters(copies, (message) =>
-    deadLetterKey({ id: idOf(message) ?? "", publishedAt: stringHeaders(message)[PUBLISHED_AT_HEADER] }),
+  reads: Reads,
+  visit: (message: Message, index: number) => void,
+): Promise<number> {
+  const seen = new Set<string>();
+  if (reads.stored === 0) return 0;
+  let read = 0;
+  let consuming: Promise<Replies.Consume> | undefined;
+  await new Promise<void>((resolve, reject) => {
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    const finish = (error?: Error) => {
+      clearTimeout(idle);
+      channel.off("close", onClose);
+      if (error === undefined) resolve();
+      else reject(error);
+    };
+    const onClose = () => finish(new Error(`the channel closed while reading "${queue}"`));
+    const arm = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => finish(), READ_IDLE_MS);
+    };
+    channel.on("close", onClose);
+    arm();
+    consuming = channel.consume(
+      queue,
+      (message) => {
+        if (message === null) return finish(new Error(`the broker cancelled the read of "${queue}"`));
+        // Copies beyond the count (arrived during the read) stay unacked and go back with the rest.
+        if (read >= reads.stored) return;
+        read += 1;
+        readProbe?.(message.content);
+        const key = keyOf(message);
+        // The broker handles a channel's frames in order, so this ack lands before the hand-back
+        // that returns the rest (handBackAndClose).
+        if (seen.has(key)) {
+          channel.ack(message);
+          reads.acked += 1;
+        } else {
+          visit(message, seen.size);
+          seen.add(key);
+        }
+        if (read >= reads.stored) finish();
+        else arm();
+      },
+      { noAck: false },
+    );
+    consuming.catch((error: unknown) => finish(error instanceof Error ? error : new Error(String(error))));
+  });
+  // Cancelled before anything else runs on the channel, so nothing handed back is delivered again.
+  if (consuming !== undefined) await channel.cancel((await consuming).consumerTag);
+  return seen.size;
+}
+
+/**
+ * A consumer on `queue` with a prefetch of `window`, read one copy at a time: the broker sends no
+ * more than `window` unacknowledged copies, so no more than that wait here. `next` answers undefined
+ * when nothing came for {@link READ_IDLE_MS}.
+ */
+async function pull(
+  channel: ConfirmChannel,
+  queue: string,
+  window: number,
+): Promise<{ next(): Promise<Message | undefined>; cancel(): Promise<void> }> {
+  const arrived: Message[] = [];
+  let ended: Error | undefined;
+  let wake: (() => void) | undefined;
+  const end = (error: Error) => {
+    ended ??= error;
+    wake?.();
+  };
+  const onClose = () => end(new Error(`the channel closed while reading "${queue}"`));
+  channel.on("close", onClose);
+  await channel.prefetch(window);
+  const { consumerTag } = await channel.consume(
+    queue,
+    (message) => {
+      if (message === null) end(new Error(`the broker cancelled the read of "${queue}"`));
+      else arrived.push(message);
+      wake?.();
+    },
+    { noAck: false },
   );
-  // The broker handles a channel's frames in order, so these acks land before the hand-back that
-  // returns the rest (handBackAndClose).
-  for (const message of split.surplus) channel.ack(message);
-  return split;
+  return {
+    async next() {
+      if (arrived.length === 0 && ended === undefined) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, READ_IDLE_MS);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+      const message = arrived.shift();
+      if (message === undefined && ended !== undefined) throw ended;
+      return message;
+    },
+    async cancel() {
+      channel.off("close", onClose);
+      await channel.cancel(consumerTag);
+    },
+  };
+}
+
+function keyOf(message: Message): string {
+  return deadLetterKey({ id: idOf(message) ?? "", publishedAt: stringHeaders(message)[PUBLISHED_AT_HEADER] });
 }
 
 function idOf(message: Message): string | undefined {
