@@ -1,4 +1,5 @@
 import { getEventListeners } from "node:events";
+import { DeliveryLostError } from "@factflow/protocols";
 import { describe, expect, it } from "vitest";
 import { type Abortable, DeliverySignal } from "../src/delivery/delivery-signal.js";
 import { Semaphore, Watermark } from "../src/delivery/semaphore.js";
@@ -18,6 +19,46 @@ describe("DeliverySignal", () => {
     expect(String(signal.reason)).toContain("timed out");
     signal.dispose();
     expect(registry.size).toBe(0);
+  });
+
+  it("does not cancel a lost delivery's work before its deadline; tells a parked wait at once", async () => {
+    const provider = new AbortController();
+    const execution = new AbortController();
+    const registry = new Set<Abortable>();
+    const signal = new DeliverySignal(provider.signal, execution.signal, registry, Date.now() + 60_000);
+    const made = signal.signal;
+    let cancelled = 0;
+    let lost = 0;
+    signal.onCancel(() => cancelled++);
+    signal.onLost(() => lost++);
+    provider.abort(new DeliveryLostError("/queue/q"));
+    expect(lost).toBe(1);
+    expect(signal.aborted).toBe(false);
+    expect(made.aborted).toBe(false);
+    expect(cancelled).toBe(0);
+    // The execution still cancels it.
+    execution.abort(new Error("execution cancelled"));
+    for (const abortable of registry) abortable.abort(execution.signal.reason);
+    expect(made.aborted).toBe(true);
+    expect(cancelled).toBe(1);
+    signal.dispose();
+  });
+
+  it("cancels a lost delivery's work at its deadline", async () => {
+    const provider = new AbortController();
+    const execution = new AbortController();
+    const signal = new DeliverySignal(provider.signal, execution.signal, new Set(), Date.now() + 20);
+    const made = signal.signal;
+    const cancelled = new Promise<void>((resolve) => signal.onCancel(resolve));
+    provider.abort(new DeliveryLostError("/queue/q"));
+    expect(made.aborted).toBe(false);
+    await cancelled;
+    await new Promise<void>((resolve) =>
+      made.aborted ? resolve() : made.addEventListener("abort", () => resolve()),
+    );
+    expect(signal.aborted).toBe(true);
+    expect(String(signal.reason)).toContain("went back to the broker");
+    signal.dispose();
   });
 
   it("lets go of the provider's signal once disposed: only the execution cancels a later reader", () => {

@@ -267,7 +267,7 @@ describe("DeliveryLedger", () => {
   it("answers a copy of a message parked in a batch as covered, at the parked attempt or earlier", async () => {
     const ledger = new DeliveryLedger();
     const never = new AbortController().signal;
-    expect(await ledger.claim("x", [never], 2)).toBe("claimed");
+    expect(await ledger.claim("x", [never])).toBe("claimed");
     // Waiting before the holder parks: woken by the park.
     const early = ledger.claim("x", [never], 2);
     const later = ledger.claim("x", [never], 3);

@@ -1,14 +1,16 @@
 import { createEmbeddedProvider } from "@factflow/infra-embedded";
-import type { Delivery, MessageHandler } from "@factflow/protocols";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Delivery, DeliveryLostError, type MessageHandler } from "@factflow/protocols";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { blocks, forwarding, type Harness, openHarness, seen } from "./harness.js";
 
 /**
- * A batch member whose delivery is lost (its channel closed) after its batch was emitted: the
- * message is in the batch's output, and the broker hands it out again. That copy must wait for the
- * batch's outcome and then be a duplicate, not start a second batch.
+ * A delivery lost while its handler runs (its channel closed: the provider aborts the handler's
+ * signal with a `DeliveryLostError`), and the broker hands the message out again. The handler's work
+ * must not be thrown away and redone: it runs to its end, and the redelivery is a duplicate. For a
+ * batch member taken into an emitted batch, the message is in that batch's output: the redelivery
+ * waits for the batch's outcome and is then a duplicate, not the start of a second batch.
  */
-describe("a batch member lost after its batch was emitted", () => {
+describe("a delivery lost while its handler runs", () => {
   const inner = createEmbeddedProvider({ mode: "memory" });
   let h: Harness;
   /** The first bat.in delivery (a follower of the batch), and the destination it came from. */
@@ -17,7 +19,8 @@ describe("a batch member lost after its batch was emitted", () => {
 
   const lossy = forwarding(inner, {
     subscribe(destination, handler: MessageHandler, options) {
-      if (!destination.endsWith("/bat.in")) return inner.subscribe(destination, handler, options);
+      if (!destination.endsWith("/bat.in") && !destination.endsWith("/one.in"))
+        return inner.subscribe(destination, handler, options);
       return inner.subscribe(
         destination,
         async (delivery, signal) => {
@@ -40,13 +43,70 @@ describe("a batch member lost after its batch was emitted", () => {
   });
 
   beforeAll(async () => {
-    blocks.released = false;
-    blocks.entered = 0;
     h = await openHarness({ queue: lossy });
   });
   afterAll(async () => {
     blocks.released = true;
     await h?.close();
+  });
+
+  /** Hands the first delivery's message out again, flagged as a redelivery (waits for it to arrive). */
+  async function redeliver(waitForIt = true): Promise<void> {
+    const { delivery, destination } = first as NonNullable<typeof first>;
+    const message = delivery.message;
+    await inner.publish(destination, {
+      id: message.id,
+      body: message.body,
+      headers: { ...message.headers, "x-test-copy": "1" },
+    });
+    if (waitForIt) await expect.poll(() => copyArrived).toBe(true);
+  }
+
+  beforeEach(() => {
+    blocks.released = false;
+    blocks.entered = 0;
+    first = undefined;
+    copyArrived = false;
+  });
+
+  const single = (name: string, concurrency: number) => `
+name: ${name}
+init: { route: one, message: { n: 1 } }
+routes:
+  one:
+    inbound: { queue: one.in, concurrency: ${concurrency} }
+    adapters: [{ type: block }, { type: sink }]
+`;
+
+  it("lets the handler finish, and acknowledges a later redelivery as a duplicate", async () => {
+    // One handler at a time: the redelivery waits in the broker until the lost run has finished.
+    const running = h.run(single("lost-finishes", 1));
+    await expect.poll(() => blocks.entered).toBe(1);
+    const lost = first as NonNullable<typeof first>;
+    lost.lose.abort(new DeliveryLostError(lost.destination));
+    await redeliver(false);
+    blocks.released = true;
+    await expect.poll(() => copyArrived).toBe(true);
+    const { id, status, events } = await running;
+    expect(status).toBe("completed");
+    expect((seen.get(id) ?? []).filter((c) => c.route === "one")).toHaveLength(1);
+    expect(blocks.entered).toBe(1);
+    const counters = ((events.at(-1)?.data ?? {}) as { counters?: Record<string, number> }).counters ?? {};
+    expect(counters["one.duplicates"]).toBe(1);
+  });
+
+  it("stops the lost delivery's work when the redelivery arrives first, and runs the redelivery", async () => {
+    const running = h.run(single("lost-overtaken", 2));
+    await expect.poll(() => blocks.entered).toBe(1);
+    const lost = first as NonNullable<typeof first>;
+    lost.lose.abort(new DeliveryLostError(lost.destination));
+    await redeliver();
+    await expect.poll(() => blocks.entered).toBe(2);
+    blocks.released = true;
+    const { id, status } = await running;
+    expect(status).toBe("completed");
+    // The lost run was stopped in `block`, before its sink: the message reached the sink once.
+    expect((seen.get(id) ?? []).filter((c) => c.route === "one")).toHaveLength(1);
   });
 
   it("acknowledges the message's redelivery as a duplicate once the batch has settled", async () => {
@@ -68,14 +128,8 @@ routes:
     // The batch is emitted and its leader waits in `block`: lose the first member now.
     await expect.poll(() => blocks.entered).toBe(1);
     const lost = first as NonNullable<typeof first>;
-    lost.lose.abort(new Error("channel closed"));
-    const message = lost.delivery.message;
-    await inner.publish(lost.destination, {
-      id: message.id,
-      body: message.body,
-      headers: { ...message.headers, "x-test-copy": "1" },
-    });
-    await expect.poll(() => copyArrived).toBe(true);
+    lost.lose.abort(new DeliveryLostError(lost.destination));
+    await redeliver();
     blocks.released = true;
     const { id, status, events } = await running;
     expect(status).toBe("completed");

@@ -20,6 +20,7 @@ export type FactflowErrorCode =
   | "storage_error"
   | "lineage_error"
   | "handler_timeout"
+  | "delivery_lost"
   | "cancelled";
 
 export interface FactflowErrorOptions {
@@ -134,5 +135,29 @@ export function isHandlerTimeout(reason: unknown): reason is HandlerTimeoutError
   return (
     reason instanceof HandlerTimeoutError ||
     (reason instanceof Error && (reason as { code?: unknown }).code === "handler_timeout")
+  );
+}
+
+/**
+ * The abort reason a provider gives a handler's signal when the delivery went back to the broker
+ * (its channel, link or connection closed): whatever the handler returns settles nothing, and the
+ * broker hands the message out again. A consumer may let the handler finish anyway, so that it can
+ * recognise that redelivery as a duplicate. `isDeliveryLost` recognises it.
+ */
+export class DeliveryLostError extends FactflowError {
+  override readonly name: string = "DeliveryLostError";
+  constructor(destination: string) {
+    super(
+      "delivery_lost",
+      `the delivery from ${destination} went back to the broker (its channel closed); it will be handed out again`,
+    );
+  }
+}
+
+/** True when an abort reason says the delivery went back to the broker (also for another copy of this package). */
+export function isDeliveryLost(reason: unknown): reason is DeliveryLostError {
+  return (
+    reason instanceof DeliveryLostError ||
+    (reason instanceof Error && (reason as { code?: unknown }).code === "delivery_lost")
   );
 }

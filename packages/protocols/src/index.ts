@@ -20,8 +20,10 @@ export { deadLetterQueueOf, parseDestination, QUEUE_PREFIX, TOPIC_PREFIX } from 
 export type { ConfigIssue, FactflowErrorCode, ProviderErrorReason } from "./errors.js";
 export {
   ConfigError,
+  DeliveryLostError,
   FactflowError,
   HandlerTimeoutError,
+  isDeliveryLost,
   isFactflowError,
   isHandlerTimeout,
   PipelineError,

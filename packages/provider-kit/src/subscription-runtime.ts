@@ -1,11 +1,12 @@
-import type {
-  Delivery,
-  Destination,
-  DurabilityCounters,
-  Logger,
-  MessageEnvelope,
-  MessageHandler,
-  Subscription,
+import {
+  type Delivery,
+  DeliveryLostError,
+  type Destination,
+  type DurabilityCounters,
+  type Logger,
+  type MessageEnvelope,
+  type MessageHandler,
+  type Subscription,
 } from "@factflow/protocols";
 import { carryOutVerdict, carryOutVerdictNow, type VerdictContext } from "./carry-out-verdict.js";
 import { hasGroupKey } from "./group-key.js";
@@ -228,8 +229,10 @@ export class SubscriptionRuntime<D> implements Subscription {
    * Forgets the waiting deliveries the port no longer holds (`isCurrent` false: say their channel
    * closed, so the broker has them back): they are neither run nor settled, nor counted. The runtime
    * also skips them when their turn comes; a port calls this to drop them at once, so `unsettled`
-   * and the broker's flow control see the room. Handlers still running on such deliveries are
-   * aborted (`DeliveryLostError`; their outcome is a hand-back, which the port finds stale).
+   * and the broker's flow control see the room. The signals of handlers still running on such
+   * deliveries abort with a `DeliveryLostError`, and their runs end (a hand-back, which the port
+   * finds stale): a consumer may let such a handler finish, to know the redelivery for a duplicate,
+   * and lets go of what it parks on that delivery (a stateful batch member).
    */
   dropStale(): void {
     const kept: Received<D>[] = [];
@@ -238,7 +241,7 @@ export class SubscriptionRuntime<D> implements Subscription {
       else this.#done(received.delivery);
     }
     this.#waiting = kept;
-    // Handlers still running on such deliveries are stopped too: nothing they return can settle.
+    // Nothing handlers still running on such deliveries return can settle: their runs end here.
     this.#runs.abortWhere<Received<D>>(
       (received) => !this.#port.isCurrent(received.delivery),
       new DeliveryLostError(this.destination),
@@ -401,15 +404,5 @@ export class SubscriptionRuntime<D> implements Subscription {
     });
     if (this.#unsettled > 0) await settleWithin(drained, step * 2);
     if (this.#port.close !== undefined) await settleWithin(this.#port.close(), step);
-  }
-}
-
-/** Why a handler was stopped by {@link SubscriptionRuntime.dropStale}: its delivery is back with the broker. */
-export class DeliveryLostError extends Error {
-  constructor(destination: string) {
-    super(
-      `the delivery from ${destination} went back to the broker (its channel closed); it will be handed out again`,
-    );
-    this.name = "DeliveryLostError";
   }
 }

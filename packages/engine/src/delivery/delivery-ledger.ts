@@ -22,6 +22,14 @@ function unpack(packed: number): SettledDelivery {
   return { outcome: packed % 2 === 1 ? "failed" : "completed", attempt: Math.floor(packed / 2) };
 }
 
+/** The running handler of a claim, as far as a second copy waiting for it needs to know. */
+export interface ClaimHolder {
+  /** Its delivery went back to the broker (its channel closed) while it still runs. */
+  readonly isLost: boolean;
+  /** Stops its work now: the broker's redelivery of the message carries it on. */
+  cancelLostNow(): void;
+}
+
 /** How a {@link DeliveryLedger.claim} ended. */
 export type Claim = "claimed" | "aborted" | "covered";
 
@@ -62,6 +70,8 @@ export class DeliveryLedger {
    * copy that waited for the parked one would hold a handler slot the batch may need to fill.
    */
   readonly #parked = new Map<string, number>();
+  /** The handler holding each claim, once it runs (see {@link holdBy}). */
+  readonly #holders = new Map<string, ClaimHolder>();
   /** Deliveries acknowledged as duplicates. */
   duplicates = 0;
 
@@ -100,17 +110,20 @@ export class DeliveryLedger {
 
   /**
    * Waits until no handler of `id` runs, then claims it: "claimed". "aborted" when one of `signals`
-   * aborts first, "covered" when the handler it waits for is parked in a batch at `attempt` or later
-   * (no claim is taken either way). Two copies of one message never run at once in this process: the
+   * aborts first; with `coveredAt`, "covered" when the handler it waits for is parked in a batch at
+   * that attempt or a later one (no claim is taken either way). Two copies of one message never run at once in this process: the
    * second waits for the first to settle, then is classified.
    */
-  async claim(id: string, signals: readonly AbortSignal[], attempt = 1): Promise<Claim> {
+  async claim(id: string, signals: readonly AbortSignal[], coveredAt?: number): Promise<Claim> {
     if (this.tryClaim(id, signals)) return "claimed";
     for (;;) {
       if (signals.some((s) => s.aborted)) return "aborted";
       let current = this.#running.get(id);
       if (current === undefined) break;
-      if (this.isCovered(id, attempt)) return "covered";
+      if (coveredAt !== undefined && this.isCovered(id, coveredAt)) return "covered";
+      // The holder's delivery was lost and this is the message handed out again: it takes over.
+      const holder = this.#holders.get(id);
+      if (holder?.isLost === true) holder.cancelLostNow();
       if (current === CLAIMED) {
         // The shared marker of an uncontended claim: give this one its own record to wait on.
         current = {};
@@ -176,10 +189,16 @@ export class DeliveryLedger {
   }
 
   /** Ends a {@link claim}. */
+  /** Names the handler that holds the claim of `id` (a waiting copy may need to stop it). */
+  holdBy(id: string, holder: ClaimHolder): void {
+    this.#holders.set(id, holder);
+  }
+
   release(id: string): void {
     const current = this.#running.get(id);
     this.#running.delete(id);
     this.#parked.delete(id);
+    this.#holders.delete(id);
     current?.end?.();
   }
 

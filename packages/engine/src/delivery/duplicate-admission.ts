@@ -14,9 +14,10 @@ export type Admission = "run" | "duplicate" | "covered" | "aborted";
  * Admits a delivery of `route`: waits while another copy of the same message runs in this process,
  * then decides whether it is a duplicate of a message already settled for good (a broker
  * redelivery after a lost ack, or the same child published again by a re-run parent). On "run" and
- * "duplicate" the caller holds the message's claim and must `release` it on the ledger. A copy whose
- * message is parked in a stateful batch here, at the same attempt, does not wait: the batch settles
- * that message, and a waiting copy would hold a handler slot the batch may need to fill ("covered"). Answers
+ * "duplicate" the caller holds the message's claim and must `release` it on the ledger. A second copy
+ * (not a redelivery) of a message parked in a stateful batch here, at the same attempt, does not
+ * wait: the batch settles that message, and a waiting copy would hold a handler slot the batch may
+ * need to fill ("covered"). Answers
  * synchronously in the common case (no other copy in flight, nothing to read from lineage), so a
  * fresh delivery costs no promise.
  */
@@ -43,10 +44,12 @@ async function claimThenAdmit(
   delivery: Delivery,
   providerSignal: AbortSignal,
 ): Promise<Admission> {
+  // Only a second copy can be covered: a redelivery may be the parked delivery's own message,
+  // handed out again because it was lost, and then nothing else carries that message on.
   const claim = await runtime.deliveries.claim(
     delivery.message.id,
     [providerSignal, runtime.signal],
-    delivery.attempt,
+    delivery.redelivered ? undefined : delivery.attempt,
   );
   if (claim === "aborted") return "aborted";
   if (claim === "covered") {

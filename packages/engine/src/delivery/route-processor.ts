@@ -467,7 +467,15 @@ export class RouteProcessor {
     // handler. Its AbortSignal is made only when something waits on it (see DeliverySignal); the
     // execution's signal outlives many deliveries, so it has one listener per route that aborts every
     // controller made.
-    const signal = new DeliverySignal(providerSignal, runtime.signal, this.#abortables);
+    // The handler's deadline, which the provider stops enforcing if it loses the delivery.
+    const timeoutMs = this.#options.queueOptions?.handlerTimeoutMs ?? this.#options.handlerTimeoutMs;
+    const signal = new DeliverySignal(
+      providerSignal,
+      runtime.signal,
+      this.#abortables,
+      Date.now() + timeoutMs,
+    );
+    runtime.deliveries.holdBy(delivery.message.id, signal);
     this.counters.inFlight++;
     runtime.onActivity();
     const work: DeliveryWork = {
@@ -597,32 +605,33 @@ export class RouteProcessor {
       this.counters.held++;
       runtime.onMaybeIdle();
       const parked = outcome;
-      let taken = false;
-      const onAbort = () => {
-        // A lost delivery is no longer there to settle its message: copies of it must run, not
-        // count as covered by this batch.
+      let letGo = false;
+      const release = () => {
+        // Cancelled, or lost (its channel closed, so the broker hands the message out again): not
+        // there to settle its message any more, so its copies must run, not count as covered.
         runtime.deliveries.unpark(envelope.id);
         if (parked.batch.remove(parked.entry)) {
+          letGo = true;
           parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
-          return;
         }
-        // Already taken by an emitted batch: the message is part of that batch's output, so this
-        // delivery waits for the batch's outcome and records it (keeping its claim meanwhile), and
-        // the broker's redelivery of the message is then a duplicate, or runs again if it failed.
-        taken = true;
+        // Otherwise an emitted batch took it: the message is part of that batch's output, so this
+        // delivery waits for the batch's outcome and records it, keeping its claim meanwhile; the
+        // broker's redelivery of the message is then a duplicate, or runs again if the batch failed.
       };
-      const unwatch = signal.onCancel(onAbort);
-      if (trace !== undefined) this.#heldTraces.set(envelope.id, contextOf(trace.delivery));
       runtime.deliveries.park(envelope.id, delivery.attempt);
+      const unwatch = signal.onCancel(release);
+      const unwatchLost = signal.onLost(release);
+      if (trace !== undefined) this.#heldTraces.set(envelope.id, contextOf(trace.delivery));
       const fate = await parked.fate;
       runtime.deliveries.unpark(envelope.id);
       this.#heldTraces.delete(envelope.id);
       unwatch();
+      unwatchLost();
       this.counters.held--;
       this.counters.inFlight++;
       runtime.onActivity();
       if (fate.kind === "settle") {
-        if (signal.aborted && !taken) {
+        if (letGo) {
           recordAbandoned(runtime, run, parked.adapterIndex, parked.entry.rowId);
           throw new DeliveryAbandoned("held delivery cancelled");
         }
