@@ -182,9 +182,11 @@ export class ExecutionStore implements ExecutionStoreProtocol {
         counters: jsonb({}),
         owner_node: execution.ownerNode ?? null,
       })
-      .returningAll()
+      // Not the input back: a large one (a fan-out's items) would be rendered as text by the
+      // database, carried back and parsed into a second copy that the running execution holds.
+      .returning(COLUMNS_BUT_INPUT)
       .executeTakeFirstOrThrow();
-    return toExecution(row);
+    return { ...toExecution({ ...row, input: null }), input: execution.input };
   }
 
   async getExecution(id: string): Promise<ExecutionRecord | undefined> {
