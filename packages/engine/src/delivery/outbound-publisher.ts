@@ -70,10 +70,9 @@ interface Target {
 
 /**
  * Publishes a chain's outputs and resolves once every publish is confirmed (the caller acks only
- * then). Each message gets a `message` lineage row first (with strict lineage, fan-out children are
- * registered durably before any of them is published), and the parent is acked only after its last
- * child's publish, so a completion check can never run between the parent's ack and its children's
- * publish. Resolves to how many messages were published (a plain number when
+ * then). Each message gets a `message` lineage row first: fan-out children are registered durably
+ * before any of them is published, so a completion check can never run between the parent's ack
+ * and its children's publish. Resolves to how many messages were published (a plain number when
  * there was nothing to publish); rejects with (or throws) the first failure.
  */
 export function publishOutputs(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> | number {
@@ -172,176 +171,124 @@ function parentKeyOf(batch: OutboundBatch): string {
 /** Every target of a chain: fan-out, several outbound queues, or strict lineage. */
 async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> {
   const { outbound } = batch;
-  // Checked before anything is recorded or published.
-  for (const { message } of batch.emitted) {
+  let targets: Target[] = [];
+  if (batch.data !== null)
+    for (const queue of outbound) targets.push({ queue, body: batch.data, parentId: batch.lastRowId });
+  for (const { message, parentRowId } of batch.emitted) {
     if (message.queue !== undefined && !outbound.includes(message.queue)) {
       throw new PipelineError(
         "invalid_argument",
         `[factflow/engine] route "${batch.route}" emitted a message to "${message.queue}", which is not one of its outbound queues (${outbound.join(", ") || "none"})`,
       );
     }
+    for (const queue of message.queue === undefined ? outbound : [message.queue]) {
+      targets.push({
+        queue,
+        body: message.body,
+        parentId: parentRowId,
+        ...(message.headers ? { headers: message.headers } : {}),
+        ...(message.priority === undefined ? {} : { priority: message.priority }),
+      });
+    }
   }
   const reseeded = batch.redelivered === true || isReseeded(batch.envelope);
+  const rows: LineageRow[] = [];
+  const sends: Target[] = [];
   const parentKey = parentKeyOf(batch);
+  for (let index = 0; index < targets.length; index++) {
+    const t = targets[index] as Target;
+    // A large fan-out is prepared in slices, so timers and other deliveries still run meanwhile.
+    if (index % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
+    const row = outputRow(runtime, batch, parentKey, t, index);
+    if (row === undefined) continue;
+    sends.push(t);
+    rows.push(row);
+  }
+  targets = sends;
+  if (targets.length === 0) return 0;
+  batch.watermark.add(targets.length);
+  let remaining = targets.length;
+  let published = 0;
   // Rows only queued in the writer (not registered durably) travel with the run that queued them.
   // Without strict lineage the publisher is always the consumer (one process), so fan-out children
-  // are queued too: this process's gate counts each (queued or held by the writer) before it is
+  // are queued too: this process's gate counts them (queued or held by the writer) before any is
   // published, and a run that dies before they are stored leaves the header that restores them.
   const queuedRows = !runtime.strictLineage;
-  const source = targetsOf(batch);
-  let index = 0;
-  /**
-   * The next targets that need a publish (at most `max`), with their rows recorded or registered.
-   * With strict lineage every row is durable before any publish, so no process's completion gate
-   * can miss a child: the whole fan-out is prepared at once. Without it the rows are queued in this
-   * process's writer, whose gate already counts the delivery being handled as busy until its last
-   * child is published: a large fan-out is then prepared a slice at a time while earlier slices
-   * publish, so it holds one slice of targets and rows, not all of them.
-   */
-  const prepare = async (max: number): Promise<Prepared[]> => {
-    const ready: Prepared[] = [];
-    const rows: LineageRow[] = [];
-    while (ready.length < max) {
-      const next = source.next();
-      if (next.done === true) break;
-      const i = index++;
-      // A large fan-out is prepared in slices, so timers and other deliveries still run meanwhile.
-      if (i % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
-      const row = outputRow(runtime, batch, parentKey, next.value, i);
-      if (row === undefined) continue;
-      ready.push({ target: next.value, id: row.id });
-      rows.push(row);
-    }
-    if (ready.length === 0) return ready;
-    batch.watermark.add(ready.length);
-    try {
-      if (!queuedRows) {
-        // A large fan-out goes in slices with a turn of the event loop between them: writing
-        // thousands of rows at once would hold the thread (timers, other deliveries) for as long.
-        for (let from = 0; from < rows.length; from += REGISTER_SLICE) {
-          if (from > 0) await yieldToEventLoop();
-          await runtime.lineage.registerPending(
-            from === 0 && rows.length <= REGISTER_SLICE ? rows : rows.slice(from, from + REGISTER_SLICE),
-          );
-        }
-      } else {
-        // Queued ahead of every later change of the parent's rows, so this process's gate sees
-        // them; each slice after the writer has room: recorded at once, hundreds of thousands of
-        // rows would outgrow the writer's queue, which then drops writes.
-        for (const row of rows) runtime.lineage.record(row);
+  try {
+    if (!queuedRows) {
+      // Durable before any publish, so no process's completion gate can miss a child. A large
+      // fan-out goes in slices with a turn of the event loop between them: writing thousands of
+      // rows at once would hold the thread (timers, other deliveries) for as long.
+      for (let from = 0; from < rows.length; from += REGISTER_SLICE) {
+        if (from > 0) await yieldToEventLoop();
+        await runtime.lineage.registerPending(
+          from === 0 && rows.length <= REGISTER_SLICE ? rows : rows.slice(from, from + REGISTER_SLICE),
+        );
+      }
+    } else {
+      // Queued ahead of every later change of the parent's rows, so this process's gate sees them;
+      // the backlog is bounded to keep completion prompt. A large fan-out is recorded in slices,
+      // each after the writer has room: recorded at once, hundreds of thousands of rows would
+      // outgrow the writer's queue, which then drops writes.
+      for (let from = 0; from < rows.length; from += REGISTER_SLICE) {
+        const end = Math.min(rows.length, from + REGISTER_SLICE);
+        for (let i = from; i < end; i++) runtime.lineage.record(rows[i] as LineageRow);
         const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
         if (room !== undefined) await room;
       }
-    } catch (error) {
-      batch.watermark.done(ready.length); // never attempted
-      throw error;
     }
-    return ready;
-  };
-
-  const total = targetCount(batch);
-  let slice = await prepare(queuedRows ? REGISTER_SLICE : Number.POSITIVE_INFINITY);
-  if (slice.length === 0) return 0;
-  if (slice.length === 1 && index >= total) {
-    // One message (the common relay): no worker pool.
-    const { target, id } = slice[0] as Prepared;
-    try {
-      await sendTarget(runtime, batch, target, id, reseeded, queuedRows);
-      return 1;
-    } catch (error) {
-      return publishFailed(runtime, id, error);
-    } finally {
-      batch.watermark.done(1);
-    }
-  }
-  let published = 0;
-  let failure: unknown;
-  let failedPreparing = false;
-  let next = 0;
-  /** The next slice being prepared, once the current one is handed out. */
-  let following: Promise<Prepared[]> | undefined;
-  // Publishes to an in-process broker complete as microtasks: without a pause every YIELD_EVERY
-  // messages, a large fan-out would run to its end before any timer or I/O.
-  let pause: Promise<void> | undefined;
-  let sent = 0;
-  const take = async (): Promise<Prepared | undefined> => {
-    for (;;) {
-      if (next < slice.length) return slice[next++];
-      if (slice.length === 0 || failedPreparing) return undefined;
-      if (following === undefined) {
-        following = prepare(REGISTER_SLICE);
-        following.then(
-          (ready) => {
-            slice = ready;
-            next = 0;
-            following = undefined;
-          },
-          (error: unknown) => {
-            failure ??= error;
-            failedPreparing = true;
-            following = undefined;
-          },
-        );
-      }
-      // The reactions above run before this wait ends (they were attached first).
-      await following.catch(() => {});
-    }
-  };
-  const worker = async () => {
-    for (;;) {
-      if (pause !== undefined) await pause;
-      const item = await take();
-      if (item === undefined) break;
-      if (sent++ % YIELD_EVERY === YIELD_EVERY - 1) {
-        const turn = yieldToEventLoop();
-        pause = turn;
-        void turn.then(() => {
-          if (pause === turn) pause = undefined;
-        });
-      }
+    let failure: unknown;
+    if (targets.length === 1) {
+      // One message (the common relay): no worker pool.
+      const id = (rows[0] as LineageRow).id;
       try {
-        await sendTarget(runtime, batch, item.target, item.id, reseeded, queuedRows);
+        await sendTarget(runtime, batch, targets[0] as Target, id, reseeded, queuedRows);
         published++;
       } catch (error) {
-        failure ??= closeUnpublished(runtime, item.id, error);
+        publishFailed(runtime, id, error);
       } finally {
+        remaining--;
         batch.watermark.done(1);
       }
+    } else {
+      let next = 0;
+      // Publishes to an in-process broker complete as microtasks: without a pause every
+      // YIELD_EVERY messages, a large fan-out would run to its end before any timer or I/O.
+      let pause: Promise<void> | undefined;
+      const worker = async () => {
+        while (next < targets.length) {
+          if (pause !== undefined) await pause;
+          if (next >= targets.length) break;
+          const i = next++;
+          if (i % YIELD_EVERY === YIELD_EVERY - 1) {
+            const turn = yieldToEventLoop();
+            pause = turn;
+            void turn.then(() => {
+              if (pause === turn) pause = undefined;
+            });
+          }
+          const id = (rows[i] as LineageRow).id;
+          try {
+            await sendTarget(runtime, batch, targets[i] as Target, id, reseeded, queuedRows);
+            published++;
+          } catch (error) {
+            failure ??= closeUnpublished(runtime, id, error);
+          } finally {
+            remaining--;
+            batch.watermark.done(1);
+          }
+        }
+      };
+      // At most `max_fanout_pending` publishes in flight, and 256: enough for a network broker to
+      // pipeline its confirms (a narrower window leaves a large fan-out waiting on round trips).
+      const width = Math.min(targets.length, batch.maxFanoutPending, 256);
+      await Promise.all(Array.from({ length: width }, worker));
     }
-  };
-  // At most `max_fanout_pending` publishes in flight, and 256: enough for a network broker to
-  // pipeline its confirms (a narrower window leaves a large fan-out waiting on round trips).
-  const width = Math.max(1, Math.min(index >= total ? slice.length : total, batch.maxFanoutPending, 256));
-  await Promise.all(Array.from({ length: width }, worker));
-  if (failure !== undefined) throw failure;
-  return published;
-}
-
-/** A target that needs a publish, with the id of its (recorded or registered) row. */
-interface Prepared {
-  readonly target: Target;
-  readonly id: string;
-}
-
-/** How many targets a chain's outputs make (before skipping the children already handled). */
-function targetCount(batch: OutboundBatch): number {
-  let count = batch.data === null ? 0 : batch.outbound.length;
-  for (const { message } of batch.emitted) count += message.queue === undefined ? batch.outbound.length : 1;
-  return count;
-}
-
-/** The targets of a chain's outputs, in order: the data to every outbound queue, then the emitted messages. */
-function* targetsOf(batch: OutboundBatch): Generator<Target, void, undefined> {
-  const { outbound } = batch;
-  if (batch.data !== null)
-    for (const queue of outbound) yield { queue, body: batch.data, parentId: batch.lastRowId };
-  for (const { message, parentRowId } of batch.emitted) {
-    for (const queue of message.queue === undefined ? outbound : [message.queue]) {
-      const target: Target = { queue, body: message.body, parentId: parentRowId };
-      if (message.headers) target.headers = message.headers;
-      if (message.priority !== undefined) target.priority = message.priority;
-      yield target;
-    }
+    if (failure !== undefined) throw failure;
+    return published;
+  } catch (error) {
+    batch.watermark.done(remaining); // what was never attempted (e.g. registerPending failed)
+    throw error;
   }
 }
 
