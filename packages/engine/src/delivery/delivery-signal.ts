@@ -87,16 +87,19 @@ export class DeliverySignal implements Cancellation, Abortable {
    * only says the delivery was lost.
    */
   #whenProviderCancels(cancel: () => void): void {
-    if (!isDeliveryLost(this.#provider.reason)) return cancel();
+    if (!isDeliveryLost(this.#provider.reason) || Date.now() >= this.#deadline) {
+      cancel();
+      return;
+    }
     if (this.#disposed) return;
-    if (Date.now() >= this.#deadline) return cancel();
     let timer: NodeJS.Timeout | undefined;
     if (this.#deadline !== Number.POSITIVE_INFINITY) {
       timer = setTimeout(cancel, this.#deadline - Date.now());
       // A lost delivery's leftover work does not keep the process alive.
       timer.unref();
     }
-    (this.#deferred ??= []).push({ cancel, timer });
+    this.#deferred ??= [];
+    this.#deferred.push({ cancel, timer });
   }
 
   /** True while the provider says the delivery went back to the broker and its work still runs. */
