@@ -38,6 +38,9 @@ export const batchAdapter = defineAdapter({
         return items.size >= config.size ? emit() : { data: null };
       },
       flush: () => (items.size === 0 ? null : emit()),
+      forget(messageId) {
+        items.delete(messageId);
+      },
     };
   },
 });

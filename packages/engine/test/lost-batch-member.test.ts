@@ -16,14 +16,26 @@ describe("a delivery lost while its handler runs", () => {
   /** The first bat.in delivery (a follower of the batch), and the destination it came from. */
   let first: { delivery: Delivery; lose: AbortController; destination: string } | undefined;
   let copyArrived = false;
+  /** Deliveries of bat.in handed to the engine, copies included. */
+  let batDeliveries = 0;
+
+  /** The publish of the body `3` to bat.in waits for this (see the last test). */
+  let thirdHeld: Promise<void> = Promise.resolve();
+  let releaseThird = () => {};
+  let holdThird = false;
 
   const lossy = forwarding(inner, {
+    async publish(destination, message) {
+      if (holdThird && destination.endsWith("/bat.in") && message.body === 3) await thirdHeld;
+      return inner.publish(destination, message);
+    },
     subscribe(destination, handler: MessageHandler, options) {
       if (!destination.endsWith("/bat.in") && !destination.endsWith("/one.in"))
         return inner.subscribe(destination, handler, options);
       return inner.subscribe(
         destination,
         async (delivery, signal) => {
+          if (destination.endsWith("/bat.in")) batDeliveries++;
           if (delivery.message.headers["x-test-copy"] !== undefined) {
             copyArrived = true;
             // Handed out again the way a broker flags a redelivery.
@@ -47,6 +59,7 @@ describe("a delivery lost while its handler runs", () => {
   });
   afterAll(async () => {
     blocks.released = true;
+    releaseThird();
     await h?.close();
   });
 
@@ -67,6 +80,11 @@ describe("a delivery lost while its handler runs", () => {
     blocks.entered = 0;
     first = undefined;
     copyArrived = false;
+    batDeliveries = 0;
+    holdThird = false;
+    thirdHeld = new Promise<void>((resolve) => {
+      releaseThird = resolve;
+    });
   });
 
   const single = (name: string, concurrency: number) => `
@@ -138,5 +156,36 @@ routes:
     const counters = ((events.at(-1)?.data ?? {}) as { counters?: Record<string, number> }).counters ?? {};
     expect(counters["bat.duplicates"]).toBe(1);
     expect(blocks.entered).toBe(1);
+  });
+
+  it("takes a member lost before its batch was emitted out of the batch, so its message is emitted once", async () => {
+    holdThird = true;
+    const running = h.run(`
+name: lost-waiting-member
+init: { route: root, message: { items: [1, 2, 3] } }
+routes:
+  root:
+    inbound: { queue: root.in }
+    adapters: [{ type: split, config: { field: items } }]
+    outbound: [bat.in]
+  bat:
+    inbound: { queue: bat.in, concurrency: 4 }
+    adapters:
+      - { type: batch, config: { size: 3, timeout_ms: 600000 } }
+      - { type: sink }
+`);
+    // The first two messages wait in the batch (2 of 3); the first one's delivery is lost.
+    await expect.poll(() => batDeliveries).toBe(2);
+    const lost = first as NonNullable<typeof first>;
+    lost.lose.abort(new DeliveryLostError(lost.destination));
+    // The third message fills the batch before the lost one is handed out again: the batch must not
+    // carry the lost one's message, which its redelivery brings back.
+    releaseThird();
+    await redeliver();
+    const { id, status } = await running;
+    expect(status).toBe("completed");
+    const batches = (seen.get(id) ?? []).filter((c) => c.route === "bat");
+    const items = batches.flatMap((c) => (c.body as { items: number[] }).items);
+    expect(items.sort()).toEqual([1, 2, 3]);
   });
 });

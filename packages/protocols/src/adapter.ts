@@ -93,6 +93,13 @@ export interface StatefulAdapter extends Adapter {
   readonly capacity?: number;
   /** Emits whatever is accumulated, or `null` when there is nothing. */
   flush(context: FlushContext): Promise<AdapterResult | null> | AdapterResult | null;
+  /**
+   * Drops a message it holds (by message id): its delivery left the batch unsettled (the connection
+   * was lost, the subscription stopped), and the broker hands the message out again, which adds it
+   * anew. An adapter without `forget` would emit that message with a batch its delivery is no longer
+   * part of, and again with the redelivered one.
+   */
+  forget?(messageId: string): void;
 }
 
 export function isStatefulAdapter(adapter: Adapter): adapter is StatefulAdapter {

@@ -610,10 +610,20 @@ export class RouteProcessor {
         // Cancelled, or lost (its channel closed, so the broker hands the message out again): not
         // there to settle its message any more, so its copies must run, not count as covered.
         runtime.deliveries.unpark(envelope.id);
-        if (parked.batch.remove(parked.entry)) {
-          letGo = true;
-          parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
-        }
+        // Under the batch's lock, so that no flush is between emitting and taking its members.
+        const batch = parked.batch;
+        void batch.mutex.acquire().then(() => {
+          try {
+            if (!batch.remove(parked.entry)) return;
+            // The adapter drops the message too: the redelivery adds it again.
+            const adapter = this.#options.adapters[parked.adapterIndex];
+            if (adapter !== undefined && isStatefulAdapter(adapter)) adapter.forget?.(envelope.id);
+            letGo = true;
+            parked.entry.resolve({ kind: "settle", status: MessageStatus.PENDING });
+          } finally {
+            batch.mutex.release();
+          }
+        });
         // Otherwise an emitted batch took it: the message is part of that batch's output, so this
         // delivery waits for the batch's outcome and records it, keeping its claim meanwhile; the
         // broker's redelivery of the message is then a duplicate, or runs again if the batch failed.
