@@ -1,3 +1,4 @@
+import { retainedBodies } from "@factflow/infra-testkit";
 import { Headers, silentLogger } from "@factflow/protocols";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { observeDeadLetterReads, REDRIVE_WINDOW_BYTES } from "../src/admin.js";
@@ -7,7 +8,6 @@ import { type ArtemisProvider, createArtemisProvider, endpointOf } from "../src/
 import { deadLetterQueueName, resolveDestination } from "../src/naming.js";
 import { StompLink } from "../src/stomp-link.js";
 import { ARTEMIS_URL, registerWithArtemis, runPrefix, urlVia } from "./helpers.js";
-import { retainedBodies } from "./retained-bodies.js";
 
 // A dead-letter queue far larger than a page, with sizeable bodies and some letters stored twice:
 // stats, a browse of one page and a redrive must hold a bounded number of messages at once (counted

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { retainedBodies } from "@factflow/infra-testkit";
 import { Headers } from "@factflow/protocols";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { observeDeadLetterReads, PEEK_WINDOW, REDRIVE_BATCH } from "../src/admin.js";
@@ -12,7 +13,6 @@ import {
 } from "../src/index.js";
 import { Producers } from "../src/producers.js";
 import { pulsarAvailability, urlVia } from "./helpers.js";
-import { retainedBodies } from "./retained-bodies.js";
 
 // A dead-letter topic far larger than a page, with sizeable bodies and some letters stored twice:
 // stats, a browse of one page and a redrive must hold a bounded number of copies at once (counted

@@ -1,3 +1,4 @@
+import { retainedBodies } from "@factflow/infra-testkit";
 import { Headers } from "@factflow/protocols";
 import amqp from "amqplib";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -13,7 +14,6 @@ import {
   uniquePrefix,
   waitUntil,
 } from "./helpers.js";
-import { retainedBodies } from "./retained-bodies.js";
 
 // A dead-letter queue far larger than a page, with sizeable bodies and some letters stored twice:
 // stats, a browse of one page and a redrive must hold a bounded number of bodies at once (counted

@@ -12,6 +12,7 @@ export type { Availability } from "./probe-tcp.js";
 export { probeTcp } from "./probe-tcp.js";
 export type { GroupName } from "./report.js";
 export { GROUPS } from "./report.js";
+export { retainedBodies } from "./retained-bodies.js";
 export { runConformanceSuite } from "./run-conformance-suite.js";
 export type { ResolvedService, ServiceSource, ServiceSpec } from "./service-source.js";
 export { chooseServiceSource, findContainerEngine, resolveService, SERVICES } from "./service-source.js";

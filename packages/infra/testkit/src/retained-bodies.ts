@@ -1,11 +1,18 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
-setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
+/** Node's `gc`, exposed on first use (a dead-letter memory test wants full collections). */
+let exposedGc: (() => void) | undefined;
+function gc(): void {
+  if (exposedGc === undefined) {
+    setFlagsFromString("--expose-gc");
+    exposedGc = runInNewContext("gc") as () => void;
+  }
+  exposedGc();
+}
 
 /**
- * Counts how many of the copies (bodies) an admin operation read are still reachable. `probe` is handed
+ * Counts how many of the bodies (stored messages, copies) an admin operation read are still reachable. `probe` is handed
  * every body read; every `every` reads it runs a full garbage collection and counts the bodies
  * still alive (held by the admin, or by whatever it returns so far). `peak` is the largest count;
  * `peakMb` the largest growth of heap plus buffer memory over the first sample, after collection
