@@ -111,8 +111,9 @@ export class DeliveryLedger {
   /**
    * Waits until no handler of `id` runs, then claims it: "claimed". "aborted" when one of `signals`
    * aborts first; with `coveredAt`, "covered" when the handler it waits for is parked in a batch at
-   * that attempt or a later one (no claim is taken either way). Two copies of one message never run at once in this process: the
-   * second waits for the first to settle, then is classified.
+   * that attempt or a later one (no claim is taken either way). Two copies of one message never run
+   * at once in this process: the second waits for the first to settle, then is classified. A holder
+   * whose delivery was lost is stopped as soon as a copy waits for it: that copy carries the message.
    */
   async claim(id: string, signals: readonly AbortSignal[], coveredAt?: number): Promise<Claim> {
     if (this.tryClaim(id, signals)) return "claimed";
@@ -188,12 +189,12 @@ export class DeliveryLedger {
     return true;
   }
 
-  /** Ends a {@link claim}. */
   /** Names the handler that holds the claim of `id` (a waiting copy may need to stop it). */
   holdBy(id: string, holder: ClaimHolder): void {
     this.#holders.set(id, holder);
   }
 
+  /** Ends a {@link claim}. */
   release(id: string): void {
     const current = this.#running.get(id);
     this.#running.delete(id);

@@ -383,15 +383,11 @@ export class RouteProcessor {
     trace: ChainTrace | undefined,
   ): Promise<HandlerResult> | HandlerResult {
     if (admission === "aborted") return MessageStatus.PENDING;
-    if (admission === "covered") {
+    if (admission === "duplicate" || admission === "covered") {
       this.counters.duplicates++;
       if (trace !== undefined) trace.note = "duplicate";
-      return MessageStatus.ACKNOWLEDGED;
-    }
-    if (admission === "duplicate") {
-      this.counters.duplicates++;
-      if (trace !== undefined) trace.note = "duplicate";
-      this.#runtime.deliveries.release(delivery.message.id);
+      // A covered copy took no claim: the parked delivery holds it.
+      if (admission === "duplicate") this.#runtime.deliveries.release(delivery.message.id);
       return MessageStatus.ACKNOWLEDGED;
     }
     // A message row queued by a run that may have died with it: recorded again before any adapter
@@ -614,6 +610,7 @@ export class RouteProcessor {
         const batch = parked.batch;
         void batch.mutex.acquire().then(() => {
           try {
+            // Not in the batch any more: an emitted batch took it (see below).
             if (!batch.remove(parked.entry)) return;
             // The adapter drops the message too: the redelivery adds it again.
             const adapter = this.#options.adapters[parked.adapterIndex];
@@ -624,9 +621,9 @@ export class RouteProcessor {
             batch.mutex.release();
           }
         });
-        // Otherwise an emitted batch took it: the message is part of that batch's output, so this
-        // delivery waits for the batch's outcome and records it, keeping its claim meanwhile; the
-        // broker's redelivery of the message is then a duplicate, or runs again if the batch failed.
+        // A delivery an emitted batch took is part of that batch's output: it waits for the batch's
+        // outcome and records it, keeping its claim meanwhile; the broker's redelivery of the
+        // message is then a duplicate, or runs again if the batch failed.
       };
       runtime.deliveries.park(envelope.id, delivery.attempt);
       const unwatch = signal.onCancel(release);
