@@ -125,15 +125,21 @@ function startServer(env: Record<string, string>, profileDir?: string): Promise<
   });
 }
 
-/** User + system CPU time of a process, in ms (Linux /proc). */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
+/** User and system CPU time of a process, in ms (Linux /proc). */
+function cpuSplit(pid: number | undefined): { user: number; system: number } {
+  if (pid === undefined) return { user: 0, system: 0 };
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS;
+    return { user: Number(fields[11]) * CLOCK_TICK_MS, system: Number(fields[12]) * CLOCK_TICK_MS };
   } catch {
-    return 0;
+    return { user: 0, system: 0 };
   }
+}
+
+/** User + system CPU time of a process, in ms. */
+function cpuMs(pid: number | undefined): number {
+  const { user, system } = cpuSplit(pid);
+  return user + system;
 }
 
 /** Read and write system calls of a process so far (Linux /proc): its socket round trips. */
@@ -160,14 +166,21 @@ function machineCpu(): { busy: number; total: number } {
   }
 }
 
-/** Times a process has blocked waiting for an event (Linux /proc): each is one wake-up of its event loop. */
-function wakeups(pid: number | undefined): number {
-  if (pid === undefined) return 0;
+/**
+ * Context switches of a process's main thread so far (Linux /proc): `woken`, the times it blocked
+ * waiting for an event (each one wake-up of its event loop), and `preempted`, the times the
+ * scheduler took the core from it while it could still run.
+ */
+function switches(pid: number | undefined): { woken: number; preempted: number } {
+  if (pid === undefined) return { woken: 0, preempted: 0 };
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    return {
+      woken: Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0),
+      preempted: Number(/^nonvoluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0),
+    };
   } catch {
-    return 0;
+    return { woken: 0, preempted: 0 };
   }
 }
 
@@ -227,14 +240,20 @@ async function runExecutions(servers: readonly Server[], inputs: readonly unknow
     const server = servers[e % servers.length] as Server;
     ids.push((await api(server.base, "POST", "/api/v1/executions", { config: "scale", input })).id);
   }
+  // The end is watched through the execution list, filtered by status: that read costs the same
+  // whatever an execution holds, where `GET /executions/{id}` also counts its lineage rows per route
+  // and status, a scan that grows with the execution and, every 20 ms, took a share of PostgreSQL's
+  // and the first server's CPU that the round then counted.
+  const base = (servers[0] as Server).base;
+  for (;;) {
+    const running = await api(base, "GET", "/api/v1/executions?config=scale&status=running&limit=1");
+    if (running.total === 0) break;
+    await sleep(20);
+  }
   for (const id of ids) {
-    for (;;) {
-      const execution = await api((servers[0] as Server).base, "GET", `/api/v1/executions/${id}`);
-      if (execution.status === "completed") break;
-      if (execution.status !== "running")
-        throw new Error(`[factflow/bench] execution ${id} ended ${execution.status}: ${execution.error}`);
-      await sleep(20);
-    }
+    const execution = await api(base, "GET", `/api/v1/executions/${id}`);
+    if (execution.status !== "completed")
+      throw new Error(`[factflow/bench] execution ${id} ended ${execution.status}: ${execution.error}`);
   }
 }
 
@@ -290,9 +309,9 @@ routes:
     const idleBefore = servers.map((s) => cpuMs(s.child.pid));
     await sleep(IDLE_SAMPLE_MS);
     const idle = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid) - (idleBefore[i] ?? 0), 0);
-    const cpuBefore = servers.map((s) => cpuMs(s.child.pid));
+    const cpuBefore = servers.map((s) => cpuSplit(s.child.pid));
     const callsBefore = servers.map((s) => syscalls(s.child.pid));
-    const wakeupsBefore = servers.map((s) => wakeups(s.child.pid));
+    const switchesBefore = servers.map((s) => switches(s.child.pid));
     const machineBefore = machineCpu();
     const xactsBefore = await databaseCalls(database.url);
     const started = performance.now();
@@ -301,10 +320,18 @@ routes:
       Array.from({ length: executions }, () => ({ items: Array.from({ length: items }, (_, n) => n) })),
     );
     const seconds = (performance.now() - started) / 1000;
-    const cpu = servers.reduce((sum, s, i) => sum + cpuMs(s.child.pid) - (cpuBefore[i] ?? 0), 0);
+    const cpuAfter = servers.map((s) => cpuSplit(s.child.pid));
+    const userMs = cpuAfter.reduce((sum, c, i) => sum + c.user - (cpuBefore[i]?.user ?? 0), 0);
+    const systemMs = cpuAfter.reduce((sum, c, i) => sum + c.system - (cpuBefore[i]?.system ?? 0), 0);
+    const cpu = userMs + systemMs;
     const calls = servers.reduce((sum, s, i) => sum + syscalls(s.child.pid) - (callsBefore[i] ?? 0), 0);
     const machineAfter = machineCpu();
-    const woken = servers.reduce((sum, s, i) => sum + wakeups(s.child.pid) - (wakeupsBefore[i] ?? 0), 0);
+    const switchesAfter = servers.map((s) => switches(s.child.pid));
+    const woken = switchesAfter.reduce((sum, c, i) => sum + c.woken - (switchesBefore[i]?.woken ?? 0), 0);
+    const preempted = switchesAfter.reduce(
+      (sum, c, i) => sum + c.preempted - (switchesBefore[i]?.preempted ?? 0),
+      0,
+    );
     // PostgreSQL publishes a backend's counts when it goes idle, at most once a second.
     await sleep(STATS_DELAY_MS);
     const xacts = (await databaseCalls(database.url)) - xactsBefore;
@@ -312,8 +339,10 @@ routes:
     return {
       msgsPerSec: messages / seconds,
       cpuMsPerMsg: cpu / messages,
+      systemShare: systemMs / Math.max(1, cpu),
       syscallsPerMsg: calls / messages,
       wakeupsPerMsg: woken / messages,
+      preemptionsPerMsg: preempted / messages,
       machineBusy:
         (machineAfter.busy - machineBefore.busy) / Math.max(1, machineAfter.total - machineBefore.total),
       dbXactsPerMsg: xacts / messages,
@@ -403,6 +432,8 @@ export async function run(args: string[]): Promise<void> {
           syscallsPerMsg: Math.round(r.syscallsPerMsg * 100) / 100,
           dbXactsPerMsg: Math.round(r.dbXactsPerMsg * 100) / 100,
           wakeupsPerMsg: Math.round(r.wakeupsPerMsg * 100) / 100,
+          preemptionsPerMsg: Math.round(r.preemptionsPerMsg * 100) / 100,
+          systemShare: Math.round(r.systemShare * 100) / 100,
           machineBusy: Math.round(r.machineBusy * 100) / 100,
           idleCpuMsPerServerSec: Math.round(r.idleCpuMsPerServerSec),
           messages: r.messages,
