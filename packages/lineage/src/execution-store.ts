@@ -175,7 +175,8 @@ export class ExecutionStore implements ExecutionStoreProtocol {
         config_version: execution.configVersion,
         status: "running",
         config_snapshot: jsonb(execution.configSnapshot),
-        input: execution.input === null ? null : jsonb(execution.input),
+        input: null,
+        input_text: execution.input === null ? null : JSON.stringify(execution.input),
         error: null,
         parent_execution_id: execution.parentExecutionId ?? null,
         replay_from_route: execution.replayFromRoute ?? null,
@@ -186,7 +187,7 @@ export class ExecutionStore implements ExecutionStoreProtocol {
       // database, carried back and parsed into a second copy that the running execution holds.
       .returning(COLUMNS_BUT_INPUT)
       .executeTakeFirstOrThrow();
-    return { ...toExecution({ ...row, input: null }), input: execution.input };
+    return { ...toExecution({ ...row, input: null, input_text: null }), input: execution.input };
   }
 
   async getExecution(id: string): Promise<ExecutionRecord | undefined> {
@@ -211,7 +212,7 @@ export class ExecutionStore implements ExecutionStoreProtocol {
     const way = q.descending ? "desc" : "asc";
     let rows = (
       query.includeInput === false
-        ? base.select([...COLUMNS_BUT_INPUT, sql<null>`null`.as("input")])
+        ? base.select([...COLUMNS_BUT_INPUT, sql<null>`null`.as("input"), sql<null>`null`.as("input_text")])
         : base.selectAll()
     ).$narrowType<Selectable<PipelineExecutionsTable>>();
     if (q.sort === "duration") rows = rows.orderBy(sql`coalesce(finished_at, now()) - created_at`, way);
@@ -331,7 +332,9 @@ function toExecution(row: Selectable<PipelineExecutionsTable>): ExecutionRecord 
     configVersion: row.config_version,
     status: row.status as ExecutionStatus,
     configSnapshot: row.config_snapshot as PipelineConfig,
-    input: (row.input ?? null) as JsonValue | null,
+    input: (row.input_text === null || row.input_text === undefined
+      ? (row.input ?? null)
+      : JSON.parse(row.input_text)) as JsonValue | null,
     error: row.error,
     parentExecutionId: row.parent_execution_id,
     replayFromRoute: row.replay_from_route,

@@ -19,7 +19,10 @@ export interface PipelineExecutionsTable {
   config_version: number | null;
   status: string;
   config_snapshot: Json<unknown>;
+  /** The input of an execution created before migration `0007_input_text`; null since. */
   input: Json<unknown> | null;
+  /** The input as JSON text (null for none, or for an execution created before `0007_input_text`). */
+  input_text: ColumnType<string | null, string | null | undefined, string | null>;
   error: string | null;
   parent_execution_id: string | null;
   replay_from_route: string | null;
