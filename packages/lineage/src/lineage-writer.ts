@@ -1,5 +1,6 @@
 import type { LineageCounters, LineageRow, LineageStatus, LineageUpdate, Logger } from "@factflow/protocols";
 import { FactflowError } from "@factflow/protocols";
+import { LRUCache } from "lru-cache";
 import { BatchCommitter, type WriteCounters } from "./batch-committer.js";
 import { type PendingRow, type PendingUpdate, toPendingRow } from "./lineage-sql.js";
 import { isOpenStatus, OpenRowHold } from "./open-row-hold.js";
@@ -142,7 +143,7 @@ export class LineageWriter {
    * correlation id), for message rows recorded here whose row has left the writer: their queued
    * UPDATE can still carry the folded rows. Dropped once the row settles; bounded.
    */
-  readonly #messageKeys = new Map<string, string>();
+  readonly #messageKeys = new LRUCache<string, string>({ max: MAX_MESSAGE_KEYS });
 
   constructor(runner: LineageSqlRunner, logger: Logger, options: LineageWriterOptions = {}) {
     this.#log = logger;
@@ -450,10 +451,8 @@ export class LineageWriter {
   /** Remembers what adapter rows folding into this message row must share with it. */
   #rememberMessage(row: PendingRow): void {
     if (!this.#hold.enabled || row.message_id !== row.id) return;
-    if (this.#messageKeys.size >= MAX_MESSAGE_KEYS) {
-      const oldest = this.#messageKeys.keys().next().value;
-      if (oldest !== undefined) this.#messageKeys.delete(oldest);
-    }
+    // Beyond MAX_MESSAGE_KEYS the cache forgets the oldest in constant time (a Map's oldest key,
+    // taken with `keys().next()` after many deletions, walks past every deleted slot first).
     this.#messageKeys.set(row.id, foldKey(row));
   }
 
@@ -466,7 +465,7 @@ export class LineageWriter {
    */
   #attachParked(messageId: string, status: LineageStatus): void {
     const settled = !isOpenStatus(status);
-    const key = this.#messageKeys.get(messageId);
+    const key = this.#messageKeys.peek(messageId);
     if (settled && key !== undefined) this.#messageKeys.delete(messageId);
     const held = this.#hold.get(messageId);
     if (held !== undefined && status === "pending" && held.invocations !== null) {
