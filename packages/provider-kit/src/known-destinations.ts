@@ -1,5 +1,4 @@
 import type { DestinationInfo } from "@factflow/protocols";
-import { LRUCache } from "lru-cache";
 
 /**
  * The destinations a provider instance has published to or subscribed to, with the subscriptions
@@ -7,38 +6,30 @@ import { LRUCache } from "lru-cache";
  * Bounded: beyond `limit` destinations the oldest are forgotten.
  */
 export class KnownDestinations {
-  /**
-   * Oldest forgotten first, in constant time: a Map's oldest key, taken with `keys().next()` after
-   * many deletions, walks past every deleted slot first.
-   */
-  readonly #known: LRUCache<string, { kind: "queue" | "topic"; subscriptions: Set<string> }>;
+  readonly #known = new Map<string, { kind: "queue" | "topic"; subscriptions: Set<string> }>();
 
-  constructor(limit = 10_000) {
-    this.#known = new LRUCache({ max: limit });
-  }
+  constructor(private readonly limit = 10_000) {}
 
   /** Notes a use of `destination`; `subscription` counts for topics only. */
   remember(destination: string, kind: "queue" | "topic", subscription?: string): void {
-    let entry = this.#known.peek(destination);
+    let entry = this.#known.get(destination);
     if (entry === undefined) {
       entry = { kind, subscriptions: new Set() };
       this.#known.set(destination, entry);
+      if (this.#known.size > this.limit) {
+        const oldest = this.#known.keys().next().value;
+        if (oldest !== undefined) this.#known.delete(oldest);
+      }
     }
     if (subscription !== undefined && kind === "topic") entry.subscriptions.add(subscription);
   }
 
   /** Every destination remembered, oldest first. */
   list(): DestinationInfo[] {
-    const destinations: DestinationInfo[] = [];
-    for (const destination of this.#known.rkeys()) {
-      const entry = this.#known.peek(destination);
-      if (entry === undefined) continue;
-      destinations.push(
-        entry.kind === "topic"
-          ? { destination, kind: "topic", subscriptions: [...entry.subscriptions] }
-          : { destination, kind: "queue" },
-      );
-    }
-    return destinations;
+    return [...this.#known.entries()].map(([destination, entry]) =>
+      entry.kind === "topic"
+        ? { destination, kind: "topic", subscriptions: [...entry.subscriptions] }
+        : { destination, kind: "queue" },
+    );
   }
 }
