@@ -332,9 +332,7 @@ function toExecution(row: Selectable<PipelineExecutionsTable>): ExecutionRecord 
     configVersion: row.config_version,
     status: row.status as ExecutionStatus,
     configSnapshot: row.config_snapshot as PipelineConfig,
-    input: (row.input_text === null || row.input_text === undefined
-      ? (row.input ?? null)
-      : JSON.parse(row.input_text)) as JsonValue | null,
+    input: (row.input_text === null ? (row.input ?? null) : JSON.parse(row.input_text)) as JsonValue | null,
     error: row.error,
     parentExecutionId: row.parent_execution_id,
     replayFromRoute: row.replay_from_route,
