@@ -110,10 +110,11 @@ export class OrchestratorManager {
 
   /**
    * Refuses an init message the provider could never carry (or a database could never store) before
-   * any execution row is written, so a refused start leaves nothing behind.
+   * any execution row is written, so a refused start leaves nothing behind. Returns the input's size
+   * as JSON, in bytes (0 without an input).
    */
-  assertInputFits(input: JsonValue | null | undefined): void {
-    if (input === null || input === undefined) return;
+  assertInputFits(input: JsonValue | null | undefined): number {
+    if (input === null || input === undefined) return 0;
     const hazard = findJsonHazard(input);
     if (hazard !== undefined) {
       throw new PipelineError(
@@ -129,6 +130,7 @@ export class OrchestratorManager {
         `[factflow/engine] the execution input is ${bytes} bytes of JSON; the ${this.#services.queue.name} provider carries at most ${limit} (maxMessageBytes less room for headers): store large inputs as artefacts and pass a reference`,
       );
     }
+    return bytes;
   }
 
   /** Starts an orchestrator; resolves once every route is subscribed and the seed is published. */

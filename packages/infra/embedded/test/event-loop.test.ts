@@ -1,6 +1,10 @@
+import { mkdtemp, open, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { afterAll, describe, expect, it } from "vitest";
 import { createEmbeddedProvider } from "../src/index.js";
+import { nodeLogFile } from "../src/log-file.js";
 
 const provider = createEmbeddedProvider({ mode: "memory" });
 afterAll(() => provider.close());
@@ -40,5 +44,45 @@ describe("a saturated in-memory relay", () => {
     expect(timer).toBeDefined();
     expect(timer!.hops).toBeLessThan(HOPS);
     expect(timer!.hops).toBeGreaterThan(0);
+  });
+});
+
+describe("compacting the queue log", () => {
+  it("lets the event loop run while it encodes a large copy", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "factflow-compact-slice-"));
+    const path = join(dir, "queue.log");
+    const file = nodeLogFile(path, await open(path, "a"));
+    try {
+      const PARTS = 400;
+      let produced = 0;
+      let copying = true;
+      // What the copy had produced each time the event loop got a turn.
+      const seenByTurns: number[] = [];
+      const turn = () => {
+        seenByTurns.push(produced);
+        if (copying) setImmediate(turn);
+      };
+      setImmediate(turn);
+      // Each part costs at least 1 ms of this thread, as re-encoding a paged-out message can.
+      function* parts(): Generator<Buffer> {
+        for (let i = 0; i < PARTS; i++) {
+          const until = performance.now() + 1;
+          while (performance.now() < until) {}
+          produced++;
+          yield Buffer.from(`${String(i).padStart(8, "0")}\n`);
+        }
+      }
+      await file.replace(parts()).finally(() => {
+        copying = false;
+      });
+      // The event loop had turns in the middle of the copy, not only before and after it.
+      expect(seenByTurns.some((n) => n > 0 && n < PARTS)).toBe(true);
+      // Every part is in the new log, in order.
+      const lines = (await readFile(path, "utf8")).trimEnd().split("\n");
+      expect(lines).toEqual(Array.from({ length: PARTS }, (_, i) => String(i).padStart(8, "0")));
+    } finally {
+      await file.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
