@@ -1,5 +1,6 @@
 import type {
   ExecutionListQuery,
+  ExecutionReadOptions,
   ExecutionRecord,
   ExecutionStatus,
   ExecutionStoreProtocol,
@@ -190,13 +191,13 @@ export class ExecutionStore implements ExecutionStoreProtocol {
     return { ...toExecution({ ...row, input: null, input_text: null }), input: execution.input };
   }
 
-  async getExecution(id: string): Promise<ExecutionRecord | undefined> {
+  async getExecution(id: string, options: ExecutionReadOptions = {}): Promise<ExecutionRecord | undefined> {
     assertUuid(id, "execution id");
-    const row = await this.#db
-      .selectFrom("pipeline_executions")
-      .selectAll()
-      .where("id", "=", id)
-      .executeTakeFirst();
+    const base = this.#db.selectFrom("pipeline_executions").where("id", "=", id);
+    const row = await (options.includeInput === false
+      ? base.select([...COLUMNS_BUT_INPUT, sql<null>`null`.as("input"), sql<null>`null`.as("input_text")])
+      : base.selectAll()
+    ).executeTakeFirst();
     return row === undefined ? undefined : toExecution(row);
   }
 

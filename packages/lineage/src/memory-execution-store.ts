@@ -1,5 +1,6 @@
 import type {
   ExecutionListQuery,
+  ExecutionReadOptions,
   ExecutionRecord,
   ExecutionStatus,
   ExecutionStoreProtocol,
@@ -90,9 +91,10 @@ export class MemoryExecutionStore implements ExecutionStoreProtocol {
     return record;
   }
 
-  async getExecution(id: string): Promise<ExecutionRecord | undefined> {
+  async getExecution(id: string, options: ExecutionReadOptions = {}): Promise<ExecutionRecord | undefined> {
     assertUuid(id, "execution id");
-    return this.#executions.get(id);
+    const record = this.#executions.get(id);
+    return record === undefined || options.includeInput !== false ? record : { ...record, input: null };
   }
 
   async listExecutions(query: ExecutionListQuery = {}) {

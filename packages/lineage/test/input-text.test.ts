@@ -41,6 +41,9 @@ describe.each(dialects)("execution inputs on $dialect", ({ open }) => {
       expect(byId.get(none.id)).toMatchObject({ input: null, input_text: null });
       expect((await store.getExecution(created.id))?.input).toEqual(input);
       expect((await store.getExecution(none.id))?.input).toBeNull();
+      // Read for its status only: everything but the input.
+      const statusOnly = await store.getExecution(created.id, { includeInput: false });
+      expect(statusOnly).toEqual({ ...(await store.getExecution(created.id)), input: null });
       const listed = await store.listExecutions({ configName: "inputs" });
       expect(new Map(listed.items.map((e) => [e.id, e.input])).get(created.id)).toEqual(input);
       const bare = await store.listExecutions({ configName: "inputs", includeInput: false });

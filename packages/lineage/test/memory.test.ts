@@ -26,6 +26,24 @@ describe("in-memory lineage", () => {
     expect(() => db.lineage.record(row(exec))).toThrow(/closed/);
   });
 
+  it("reads an execution without its input when asked to", async () => {
+    const db = await openLineageDatabase({ memory: true });
+    const input = { items: [1, 2, 3] };
+    const created = await db.executions.createExecution({
+      id: uuidv7(),
+      configName: "inputs",
+      configVersion: null,
+      configSnapshot: { name: "inputs", init: { route: "a", message: {} }, routes: {} } as never,
+      input,
+    });
+    expect((await db.executions.getExecution(created.id))?.input).toEqual(input);
+    const statusOnly = await db.executions.getExecution(created.id, { includeInput: false });
+    expect(statusOnly).toEqual({ ...created, input: null });
+    // The stored execution keeps its input.
+    expect((await db.executions.getExecution(created.id))?.input).toEqual(input);
+    await db.close();
+  });
+
   it("persists nothing: a second open starts empty", async () => {
     const first = await openLineageDatabase({ memory: true });
     const exec = uuidv7();

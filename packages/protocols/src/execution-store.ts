@@ -81,6 +81,15 @@ export interface ExecutionListQuery {
   readonly includeInput?: boolean;
 }
 
+/** How one execution is read. */
+export interface ExecutionReadOptions {
+  /**
+   * Load the execution's input (it can be large); without it `input` is `null`. A caller that only
+   * needs the status (a wait for the end) leaves out parsing an input of megabytes. @default true
+   */
+  readonly includeInput?: boolean;
+}
+
 /** Persistence of configs and executions (separate from the lineage writer). */
 export interface ExecutionStoreProtocol {
   saveConfig(name: string, source: string, parsed: PipelineConfig): Promise<StoredConfig>;
@@ -88,7 +97,7 @@ export interface ExecutionStoreProtocol {
   listConfigs(): Promise<readonly StoredConfig[]>;
 
   createExecution(execution: NewExecution): Promise<ExecutionRecord>;
-  getExecution(id: string): Promise<ExecutionRecord | undefined>;
+  getExecution(id: string, options?: ExecutionReadOptions): Promise<ExecutionRecord | undefined>;
   listExecutions(query?: ExecutionListQuery): Promise<{ total: number; items: readonly ExecutionRecord[] }>;
   /** Moves a running execution to a final status. Returns false if it was not running. */
   finishExecution(

@@ -31,6 +31,7 @@ export {
 } from "./errors.js";
 export type {
   ExecutionListQuery,
+  ExecutionReadOptions,
   ExecutionRecord,
   ExecutionSort,
   ExecutionStatus,

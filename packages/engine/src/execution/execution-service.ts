@@ -298,14 +298,17 @@ export class ExecutionService {
   }
 
   /**
-   * {@link get} for a caller that waits anyway (events, waitForEnd): a store error the store marks
+   * {@link get} without the input, for a caller that waits anyway (events, waitForEnd): a store error the store marks
    * retryable (a database connection lost mid-query) is retried with backoff until `signal` aborts,
    * so one cut connection does not end a wait that a second query would satisfy.
    */
   async #getForWaiting(executionId: string, signal: AbortSignal | undefined): Promise<ExecutionRecord> {
     for (let delayMs = 50; ; delayMs = Math.min(delayMs * 2, 2000)) {
       try {
-        return await this.get(executionId);
+        // A wait needs the status, not the input (megabytes of items for a large fan-out, parsed).
+        const record = await this.#executions.getExecution(executionId, { includeInput: false });
+        if (record === undefined) throw new ExecutionNotFoundError(executionId);
+        return record;
       } catch (error) {
         if (!isFactflowError(error) || !error.retryable || signal?.aborted === true) throw error;
         this.#logger.warn("reading the execution failed; retrying", {
@@ -420,7 +423,9 @@ export class ExecutionService {
     for await (const event of this.events(executionId, signal ? { signal } : {})) {
       if (TERMINAL_EVENT_TYPES.has(event.type)) return event.type as ExecutionStatus;
     }
-    return (await this.get(executionId)).status;
+    const record = await this.#executions.getExecution(executionId, { includeInput: false });
+    if (record === undefined) throw new ExecutionNotFoundError(executionId);
+    return record.status;
   }
 
   async #start(record: ExecutionRecord, seed: ExecutionSeed, slot: StartSlot): Promise<void> {
