@@ -36,7 +36,7 @@ export interface ExecutionSummary {
 
 /** Collects the summary of a finished execution from lineage, the provider admin and storage. */
 export async function summarize(rt: FactflowRuntime, id: string): Promise<ExecutionSummary> {
-  const record = await rt.executions.getExecution(id);
+  const record = await rt.executions.getExecution(id, { includeInput: false });
   if (record === undefined) throw new Error(`execution ${id} does not exist`);
   const counts = await rt.lineage.countsByRoute(id);
   const routes: RouteSummary[] = [];

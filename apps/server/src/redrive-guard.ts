@@ -22,7 +22,7 @@ async function owningExecution(
   if (force) return undefined;
   const executionId = executionOfDestination(destination);
   if (executionId === undefined) return undefined;
-  return { executionId, record: await executions.getExecution(executionId) };
+  return { executionId, record: await executions.getExecution(executionId, { includeInput: false }) };
 }
 
 /**

@@ -219,7 +219,7 @@ function executionHooks(options: {
         void ownerLive(record.id)
           .catch(() => false)
           .then((live) => (live ? undefined : janitor.sweep(record.id, record.configSnapshot)));
-      const final = await executions.getExecution(record.id);
+      const final = await executions.getExecution(record.id, { includeInput: false });
       const finishedAt = final?.finishedAt ? Date.parse(final.finishedAt) : Date.now();
       metrics.executions.inc({ status: end });
       metrics.completionSeconds.observe(Math.max(0, finishedAt - Date.parse(record.createdAt)) / 1000);

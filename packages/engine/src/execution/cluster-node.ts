@@ -370,7 +370,7 @@ export class ClusterNode {
     // Running here, no longer running in the database: another server ended it.
     for (const id of manager.active()) {
       if (live.has(id) || this.#joining.has(id)) continue;
-      const row = await executions.getExecution(id);
+      const row = await executions.getExecution(id, { includeInput: false });
       if (row !== undefined && row.status !== "running") await service.endedElsewhere(id);
     }
     for (const id of [...this.#joinFailedAt.keys()]) if (!live.has(id)) this.#joinFailedAt.delete(id);

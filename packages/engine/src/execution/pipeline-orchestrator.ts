@@ -614,7 +614,7 @@ export class PipelineOrchestrator {
         // Several servers may see the end at once (cluster mode): the row took the first one only,
         // and that is what every server reports.
         if (won === false) {
-          const row = await executions.getExecution(executionId);
+          const row = await executions.getExecution(executionId, { includeInput: false });
           if (row !== undefined && row.status !== "running") {
             end = row.status;
             error = row.error ?? undefined;
