@@ -177,7 +177,8 @@ export class ExecutionStore implements ExecutionStoreProtocol {
         status: "running",
         config_snapshot: jsonb(execution.configSnapshot),
         input: null,
-        input_text: execution.input === null ? null : JSON.stringify(execution.input),
+        input_text:
+          execution.input === null ? null : (execution.inputText ?? JSON.stringify(execution.input)),
         error: null,
         parent_execution_id: execution.parentExecutionId ?? null,
         replay_from_route: execution.replayFromRoute ?? null,

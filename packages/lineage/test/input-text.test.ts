@@ -41,13 +41,20 @@ describe.each(dialects)("execution inputs on $dialect", ({ open }) => {
       expect(byId.get(none.id)).toMatchObject({ input: null, input_text: null });
       expect((await store.getExecution(created.id))?.input).toEqual(input);
       expect((await store.getExecution(none.id))?.input).toBeNull();
+      // Text the caller serialised already is stored as it is, not serialised again.
+      const given = await store.createExecution({ ...newExecution({ a: 1 }), inputText: '{"a": 1}' });
+      const givenRow = await sql<{ input_text: string }>`
+        select input_text from pipeline_executions where id = ${given.id}
+      `.execute(target.handles.db);
+      expect(givenRow.rows[0]?.input_text).toBe('{"a": 1}');
+      expect((await store.getExecution(given.id))?.input).toEqual({ a: 1 });
       // Read for its status only: everything but the input.
       const statusOnly = await store.getExecution(created.id, { includeInput: false });
       expect(statusOnly).toEqual({ ...(await store.getExecution(created.id)), input: null });
       const listed = await store.listExecutions({ configName: "inputs" });
       expect(new Map(listed.items.map((e) => [e.id, e.input])).get(created.id)).toEqual(input);
       const bare = await store.listExecutions({ configName: "inputs", includeInput: false });
-      expect(bare.items.map((e) => e.input)).toEqual([null, null]);
+      expect(bare.items.map((e) => e.input)).toEqual([null, null, null]);
     } finally {
       await target.cleanup();
     }

@@ -37,6 +37,11 @@ export interface NewExecution {
   readonly configVersion: number | null;
   readonly configSnapshot: PipelineConfig;
   readonly input: JsonValue | null;
+  /**
+   * `input` as JSON text (`JSON.stringify(input)`), when the caller has it already: a store that
+   * keeps the input as text then does not serialise a large one a second time.
+   */
+  readonly inputText?: string;
   readonly parentExecutionId?: string;
   readonly replayFromRoute?: string;
   /**

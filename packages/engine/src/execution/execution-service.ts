@@ -42,8 +42,8 @@ export interface ReplayRequest {
   readonly messageIds?: readonly string[];
 }
 
-/** An execution input past this many bytes of JSON is checked and stored in separate turns of the event loop. */
-const LARGE_INPUT_BYTES = 1024 * 1024;
+/** An execution input past this many characters of JSON is stored in a turn of the event loop of its own. */
+const LARGE_INPUT_CHARS = 1024 * 1024;
 
 /**
  * Executions as the API sees them: create (freeze the snapshot, start), resume, cancel, complete,
@@ -78,11 +78,11 @@ export class ExecutionService {
 
   /** Freezes the config into a new execution row (status running, UUIDv7 id) and starts it. */
   async create(request: CreateExecutionRequest): Promise<ExecutionRecord> {
-    const inputBytes = this.#manager.assertInputFits(request.input);
-    // Checking a large input and storing it each hold the thread for tens of milliseconds (a
-    // 5 MB input: walked, then serialised twice); a turn of the event loop between them keeps
-    // timers and deliveries of other executions from waiting for both.
-    if (inputBytes > LARGE_INPUT_BYTES) await new Promise<void>((resolve) => setImmediate(resolve));
+    const inputText = await this.#manager.checkInput(request.input);
+    // Storing a large input holds the thread too (the row's statement and its hand-over to the
+    // database): in a turn of its own, after the check's.
+    if (inputText !== undefined && inputText.length > LARGE_INPUT_CHARS)
+      await new Promise<void>((resolve) => setImmediate(resolve));
     // The slot is taken before the row is written: a start refused at the cap leaves no row.
     const slot = this.#manager.reserve();
     const id = uuidv7();
@@ -94,6 +94,7 @@ export class ExecutionService {
         configVersion: request.configVersion ?? request.config.version ?? null,
         configSnapshot: request.config,
         input: request.input ?? null,
+        ...(inputText === undefined ? {} : { inputText }),
         ...this.#owner,
       });
       const seed: ExecutionSeed = {
