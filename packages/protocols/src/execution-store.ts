@@ -62,7 +62,16 @@ export const EXECUTION_STATUS_ORDER: readonly ExecutionStatus[] = [
   "completed",
 ];
 
-export interface ExecutionListQuery {
+/** How executions are read. */
+export interface ExecutionReadOptions {
+  /**
+   * Load the input (it can be large); without it `input` is `null`. A caller that only needs the
+   * status (a wait for the end) leaves out parsing an input of megabytes. @default true
+   */
+  readonly includeInput?: boolean;
+}
+
+export interface ExecutionListQuery extends ExecutionReadOptions {
   readonly status?: ExecutionStatus;
   readonly configName?: string;
   readonly parentExecutionId?: string;
@@ -82,17 +91,6 @@ export interface ExecutionListQuery {
   readonly direction?: "asc" | "desc";
   readonly offset?: number;
   readonly limit?: number;
-  /** Load each execution's input (it can be large); without it `input` is `null`. @default true */
-  readonly includeInput?: boolean;
-}
-
-/** How one execution is read. */
-export interface ExecutionReadOptions {
-  /**
-   * Load the execution's input (it can be large); without it `input` is `null`. A caller that only
-   * needs the status (a wait for the end) leaves out parsing an input of megabytes. @default true
-   */
-  readonly includeInput?: boolean;
 }
 
 /** Persistence of configs and executions (separate from the lineage writer). */

@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from "node:timers/promises";
+import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
 import type {
   ExecutionRecord,
   ExecutionStatus,
@@ -81,8 +81,7 @@ export class ExecutionService {
     const inputText = await this.#manager.checkInput(request.input);
     // Storing a large input holds the thread too (the row's statement and its hand-over to the
     // database): in a turn of its own, after the check's.
-    if (inputText !== undefined && inputText.length > LARGE_INPUT_CHARS)
-      await new Promise<void>((resolve) => setImmediate(resolve));
+    if (inputText !== undefined && inputText.length > LARGE_INPUT_CHARS) await nextTurn();
     // The slot is taken before the row is written: a start refused at the cap leaves no row.
     const slot = this.#manager.reserve();
     const id = uuidv7();
@@ -298,18 +297,22 @@ export class ExecutionService {
     return record;
   }
 
+  /** {@link get} without the input (`null`): a status check, without parsing megabytes of items. */
+  async #getWithoutInput(executionId: string): Promise<ExecutionRecord> {
+    const record = await this.#executions.getExecution(executionId, { includeInput: false });
+    if (record === undefined) throw new ExecutionNotFoundError(executionId);
+    return record;
+  }
+
   /**
-   * {@link get} without the input, for a caller that waits anyway (events, waitForEnd): a store error the store marks
-   * retryable (a database connection lost mid-query) is retried with backoff until `signal` aborts,
-   * so one cut connection does not end a wait that a second query would satisfy.
+   * {@link #getWithoutInput} for a caller that waits anyway (events, waitForEnd): a store error the
+   * store marks retryable (a database connection lost mid-query) is retried with backoff until
+   * `signal` aborts, so one cut connection does not end a wait that a second query would satisfy.
    */
   async #getForWaiting(executionId: string, signal: AbortSignal | undefined): Promise<ExecutionRecord> {
     for (let delayMs = 50; ; delayMs = Math.min(delayMs * 2, 2000)) {
       try {
-        // A wait needs the status, not the input (megabytes of items for a large fan-out, parsed).
-        const record = await this.#executions.getExecution(executionId, { includeInput: false });
-        if (record === undefined) throw new ExecutionNotFoundError(executionId);
-        return record;
+        return await this.#getWithoutInput(executionId);
       } catch (error) {
         if (!isFactflowError(error) || !error.retryable || signal?.aborted === true) throw error;
         this.#logger.warn("reading the execution failed; retrying", {
@@ -424,9 +427,7 @@ export class ExecutionService {
     for await (const event of this.events(executionId, signal ? { signal } : {})) {
       if (TERMINAL_EVENT_TYPES.has(event.type)) return event.type as ExecutionStatus;
     }
-    const record = await this.#executions.getExecution(executionId, { includeInput: false });
-    if (record === undefined) throw new ExecutionNotFoundError(executionId);
-    return record.status;
+    return (await this.#getWithoutInput(executionId)).status;
   }
 
   async #start(record: ExecutionRecord, seed: ExecutionSeed, slot: StartSlot): Promise<void> {

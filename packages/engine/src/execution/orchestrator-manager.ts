@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import {
   type ExecutionRecord,
   findJsonHazard,
@@ -124,7 +125,7 @@ export class OrchestratorManager {
         `[factflow/engine] the execution input at ${hazard.path} ${hazard.message}`,
       );
     }
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    await nextTurn();
     const limit = this.#services.queue.capabilities.maxMessageBytes - INIT_HEADER_ROOM;
     const text = JSON.stringify(input);
     const bytes = Buffer.byteLength(text, "utf8");
