@@ -3,7 +3,7 @@ import { FactflowError } from "@factflow/protocols";
 import { LRUCache } from "lru-cache";
 import { BatchCommitter, type WriteCounters } from "./batch-committer.js";
 import { type PendingRow, type PendingUpdate, toPendingRow } from "./lineage-sql.js";
-import { isOpenStatus, OpenRowHold } from "./open-row-hold.js";
+import { isOpenStatus, OpenRowHold, OpenRowHolds } from "./open-row-hold.js";
 import type { LineageSqlRunner } from "./sql-runner.js";
 
 /** Tuning of the group-commit writer. */
@@ -45,6 +45,15 @@ export interface LineageWriterOptions {
    * @default 250
    */
   readonly holdOpenMs?: number;
+  /**
+   * How long a message row still `pending` (its message waits in a queue; no hop runs it yet) is kept
+   * in memory, at least `holdOpenMs` (0 there holds nothing at all). A queue with a backlog makes
+   * messages wait longer than `holdOpenMs` though their hops are quick: held this long, their rows
+   * are still written once. When its hop starts (`processing`), the row has `holdOpenMs` from then.
+   * What this costs a crash is as for `holdOpenMs`: the broker still holds the message.
+   * @default 5000
+   */
+  readonly holdWaitingMs?: number;
   /**
    * Open rows held at once at most. A row recorded open beyond it is queued at once (written open,
    * updated when it settles), so it counts in the backlog `roomFor` bounds: a fan-out of hundreds of
@@ -130,7 +139,7 @@ export class LineageWriter {
   /** `roomFor` callers, released as commits take writes off the queue. */
   #roomWaiters: RoomWaiter[] = [];
   /** Open rows recorded less than `holdOpenMs` ago, not queued yet (see {@link OpenRowHold}). */
-  readonly #hold: OpenRowHold;
+  readonly #hold: OpenRowHolds;
   /**
    * Settled adapter rows waiting for their message row's next write to travel inside it (see
    * {@link #park}); one not taken within `holdOpenMs` is queued as a row of its own.
@@ -164,11 +173,12 @@ export class LineageWriter {
     this.#laneWidth = this.#laneShared ? 1 : LANE_WIDTH;
     this.#bulk = new BatchCommitter(runner, logger, policy, this.#counters);
     this.#lane = new BatchCommitter(laneRunner, logger, policy, this.#counters);
-    this.#hold = new OpenRowHold(options.holdOpenMs ?? HOLD_OPEN_MS, (rows) => {
+    const holdMs = options.holdOpenMs ?? HOLD_OPEN_MS;
+    this.#hold = new OpenRowHolds(holdMs, options.holdWaitingMs ?? HOLD_WAITING_MS, (rows) => {
       for (const row of rows) this.#queueInsert(row);
       this.#schedule();
     });
-    this.#parked = new OpenRowHold(options.holdOpenMs ?? HOLD_OPEN_MS, (rows) => {
+    this.#parked = new OpenRowHold(holdMs, (rows) => {
       for (const row of rows) {
         this.#forgetParked(row);
         this.#queueInsert(row);
@@ -539,6 +549,7 @@ export class LineageWriter {
     if (held !== undefined) {
       applyChange(held, change);
       if (!isOpenStatus(held.status)) this.#settleHeld(held);
+      else this.#hold.changed(held);
       return;
     }
     const parked = this.#parked.size === 0 ? undefined : this.#parked.get(id);
@@ -842,6 +853,8 @@ const BULK_WIDTH = 2;
 const LANE_QUIET_MS = 250;
 /** Default `holdOpenMs` (see the option). */
 const HOLD_OPEN_MS = 250;
+/** Default `holdWaitingMs` (see the option). */
+const HOLD_WAITING_MS = 5000;
 /** Message rows whose fold key the writer remembers after they left it (see `#messageKeys`). */
 const MAX_MESSAGE_KEYS = 100_000;
 

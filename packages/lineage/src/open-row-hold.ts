@@ -47,6 +47,11 @@ export class OpenRowHold {
     return this.#rows.get(id)?.row;
   }
 
+  /** When the row was first held (`performance.now()`), or undefined when it is not held. */
+  heldSince(id: string): number | undefined {
+    return this.#rows.get(id)?.at;
+  }
+
   /** Holds a new open row (its id must not be held already). */
   add(row: PendingRow): void {
     this.#rows.set(row.id, { row, at: performance.now() });
@@ -132,5 +137,85 @@ export class OpenRowHold {
     }
     if (next !== undefined) this.#arm(next);
     if (due.length > 0) this.#onRelease(due);
+  }
+}
+
+/** A message row still `pending`: its message waits in a queue, no hop runs it yet. */
+function isWaiting(row: PendingRow): boolean {
+  return row.kind === "message" && row.status === "pending";
+}
+
+/**
+ * The writer's two holds: a message row whose message waits in a queue (`pending`) is held for
+ * `waitingMs`, every other open row (a hop that runs) for `holdMs`. A waiting row whose hop starts
+ * moves to the shorter hold, from then on, so a slow hop shows up `holdMs` after it started.
+ *
+ * A row is never released before its parent: only message rows wait, and a message row's parent is
+ * an adapter row recorded before it, held for less time; {@link drain} gives the running rows first.
+ */
+export class OpenRowHolds {
+  readonly #running: OpenRowHold;
+  readonly #waiting: OpenRowHold;
+  readonly #holdMs: number;
+  readonly #waitingMs: number;
+
+  constructor(holdMs: number, waitingMs: number, onRelease: (rows: PendingRow[]) => void) {
+    this.#holdMs = holdMs;
+    this.#waitingMs = holdMs > 0 ? Math.max(holdMs, waitingMs) : 0;
+    this.#running = new OpenRowHold(holdMs, onRelease);
+    this.#waiting = new OpenRowHold(this.#waitingMs, onRelease);
+  }
+
+  get enabled(): boolean {
+    return this.#running.enabled;
+  }
+
+  get size(): number {
+    return this.#running.size + this.#waiting.size;
+  }
+
+  get(id: string): PendingRow | undefined {
+    return this.#running.get(id) ?? this.#waiting.get(id);
+  }
+
+  add(row: PendingRow): void {
+    (isWaiting(row) ? this.#waiting : this.#running).add(row);
+  }
+
+  /** Replaces a held row, keeping the time it was first held (see {@link changed} for a hop start). */
+  replace(row: PendingRow): void {
+    if (this.#waiting.get(row.id) === undefined) this.#running.replace(row);
+    else {
+      this.#waiting.replace(row);
+      this.changed(row);
+    }
+  }
+
+  /** After a held row changed in place: a waiting row whose hop started moves to the shorter hold. */
+  changed(row: PendingRow): void {
+    if (isWaiting(row)) return;
+    const since = this.#waiting.heldSince(row.id);
+    if (since === undefined) return;
+    // Already due sooner than a running row's time from now: it leaves when it was going to.
+    if (since + this.#waitingMs <= performance.now() + this.#holdMs) return;
+    this.#waiting.take(row.id);
+    this.#running.add(row);
+  }
+
+  take(id: string): PendingRow | undefined {
+    return this.#running.take(id) ?? this.#waiting.take(id);
+  }
+
+  openOf(executionId: string): number {
+    return this.#running.openOf(executionId) + this.#waiting.openOf(executionId);
+  }
+
+  /** Every held row, the running ones (the parents) first, each hold oldest first. */
+  drain(): PendingRow[] {
+    return [...this.#running.drain(), ...this.#waiting.drain()];
+  }
+
+  holdsChildOf(id: string): boolean {
+    return this.#running.holdsChildOf(id) || this.#waiting.holdsChildOf(id);
   }
 }

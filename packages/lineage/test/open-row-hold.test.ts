@@ -93,6 +93,53 @@ describe.each(dialects)("open rows held back by the writer on $dialect", ({ open
     await writer.close();
   });
 
+  it("holds a message row whose message waits in a queue for holdWaitingMs, and a running hop's row for holdOpenMs from its start", async () => {
+    const writer = new LineageWriter(runner, silentLogger, { holdOpenMs: 20, holdWaitingMs: FOREVER });
+    const exec = uuidv7();
+    const waiting = row(exec, { kind: "message" });
+    const started = row(exec, { kind: "message" });
+    const slowHop = row(exec);
+    writer.record(waiting);
+    writer.record(started);
+    writer.record(slowHop);
+    // The adapter row leaves by its own timer; the waiting message rows stay in memory meanwhile.
+    for (let i = 0; (await stored(slowHop.id)) === undefined; i++) {
+      expect(i).toBeLessThan(1000);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await writer.flushQueued();
+    expect(await stored(waiting.id)).toBeUndefined();
+    expect(await stored(started.id)).toBeUndefined();
+    expect(writer.heldOpen(exec)).toBe(2);
+    // Its hop starts: from then on it is a running row, written open once holdOpenMs has passed.
+    writer.update(started.id, { status: "processing", attempt: 1 });
+    for (let i = 0; (await stored(started.id)) === undefined; i++) {
+      expect(i).toBeLessThan(1000);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(await stored(started.id)).toMatchObject({ status: "processing" });
+    await writer.flushQueued();
+    expect(await stored(waiting.id)).toBeUndefined();
+    // Settled while it waited: one insert, already settled.
+    const before = { ...calls };
+    writer.update(waiting.id, { status: "completed", attempt: 1 });
+    await writer.flushQueued();
+    expect(await stored(waiting.id)).toMatchObject({ status: "completed" });
+    expect(calls.copy + calls.execute - before.copy - before.execute).toBe(1);
+    await writer.close();
+  });
+
+  it("holds nothing, waiting message rows included, with holdOpenMs 0", async () => {
+    const writer = new LineageWriter(runner, silentLogger, { holdOpenMs: 0, holdWaitingMs: FOREVER });
+    const exec = uuidv7();
+    const waiting = row(exec, { kind: "message" });
+    writer.record(waiting);
+    expect(writer.heldOpen(exec)).toBe(0);
+    await writer.flushQueued();
+    expect(await stored(waiting.id)).toEqual(waiting);
+    await writer.close();
+  });
+
   it("writes held rows as they stand on flush and on close", async () => {
     const writer = new LineageWriter(runner, silentLogger, { holdOpenMs: FOREVER });
     const exec = uuidv7();

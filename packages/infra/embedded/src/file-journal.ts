@@ -91,10 +91,13 @@ export class FileJournal implements Journal {
     if (messages.length === 0) return Promise.resolve();
     for (const message of messages) {
       // The frame lands at this offset within the batch; the batch's own offset is added when it is
-      // written.
+      // written. Its copy follows it (see record-codec.ts).
+      const buffer = frame(encodeMessage(message));
       message.logOffset = this.#pendingBytes;
-      this.#enqueue(encodeMessage(message));
-      message.logLength = this.#pendingBytes - message.logOffset;
+      message.logLength = buffer.length;
+      this.#enqueueFrame(buffer);
+      this.#pending.push(buffer);
+      this.#pendingBytes += buffer.length;
       this.#placed.push(message);
     }
     return this.#committed();
@@ -136,7 +139,35 @@ export class FileJournal implements Journal {
       readAhead.generation = this.#generation;
     }
     const from = start - readAhead.start;
-    return decodeContent(readAhead.data.subarray(from, from + message.logLength), message.seq);
+    try {
+      return decodeContent(readAhead.data.subarray(from, from + message.logLength), message.seq);
+    } catch (error) {
+      const copy = this.#readCopy(message);
+      if (copy === undefined) throw error;
+      this.logger.error(
+        `[factflow/embedded] the record of message ${message.seq} in the queue log ${this.path} is damaged; its copy was read instead`,
+        { path: this.path, offset: start, error: (error as Error).message },
+      );
+      return copy;
+    }
+  }
+
+  /** The content of `message` from the copy of its publish record, or undefined if that is unreadable. */
+  #readCopy(message: StoredMessage): MessageContent | undefined {
+    try {
+      this.#readFd ??= openSync(this.path, "r");
+      const buffer = Buffer.allocUnsafe(message.logLength);
+      const at = message.logOffset + message.logLength;
+      let filled = 0;
+      while (filled < buffer.length) {
+        const n = readSync(this.#readFd, buffer, filled, buffer.length - filled, at + filled);
+        if (n === 0) return undefined;
+        filled += n;
+      }
+      return decodeContent(buffer, message.seq);
+    } catch {
+      return undefined;
+    }
   }
 
   ack(message: StoredMessage): void {
@@ -223,7 +254,10 @@ export class FileJournal implements Journal {
   }
 
   #enqueue(json: string): void {
-    const buffer = frame(json);
+    this.#enqueueFrame(frame(json));
+  }
+
+  #enqueueFrame(buffer: Buffer): void {
     this.#pending.push(buffer);
     this.#pendingBytes += buffer.length;
     this.stats.records++;
@@ -385,7 +419,8 @@ export class FileJournal implements Journal {
         );
         item.nextLogOffset = size;
         item.nextLogLength = buffer.length;
-        size += buffer.length;
+        size += 2 * buffer.length;
+        yield buffer;
         yield buffer;
       }
     }

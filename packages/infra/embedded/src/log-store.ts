@@ -26,6 +26,8 @@ export interface CorruptTail {
 export interface DamagedLog {
   /** Damaged stretches, each followed by intact records. */
   readonly ranges: number;
+  /** Of those, stretches that were one copy of a publish record whose other copy is intact. */
+  readonly restored: number;
   readonly bytes: number;
   /** Where the damaged bytes were copied for inspection. */
   readonly movedTo: string;
@@ -158,25 +160,31 @@ export async function recoverLog(
         movedTo,
         Buffer.concat(scan.damaged.map((d) => data.subarray(d.offset, d.offset + d.bytes))),
       );
-      const frames = scan.records.map((r) => frame(JSON.stringify(r)));
+      const parts: Buffer[] = [LOG_MAGIC];
       let at = LOG_MAGIC.length;
-      for (let i = 0; i < frames.length; i++) {
+      for (let i = 0; i < scan.records.length; i++) {
+        const record = scan.records[i] as (typeof scan.records)[number];
+        const framed = frame(JSON.stringify(record));
         offsets[i] = at;
-        lengths[i] = (frames[i] as Buffer).length;
-        at += lengths[i] as number;
+        lengths[i] = framed.length;
+        // A publish record keeps its copy (see record-codec.ts).
+        const copies = record.t === "p" ? 2 : 1;
+        for (let c = 0; c < copies; c++) parts.push(framed);
+        at += copies * framed.length;
       }
-      const rewritten = Buffer.concat([LOG_MAGIC, ...frames]);
+      const rewritten = Buffer.concat(parts);
       await writeFile(`${path}.compact`, rewritten);
       await rename(`${path}.compact`, path);
       validBytes = rewritten.length;
       damaged = {
         ranges: scan.damaged.length,
+        restored: scan.damaged.filter((d) => d.restored).length,
         bytes: scan.damaged.reduce((n, d) => n + d.bytes, 0),
         movedTo,
         problems: [...new Set(scan.damaged.map((d) => d.problem))],
       };
       logger.error(
-        `[factflow/embedded] queue log ${path} was damaged in ${damaged.ranges} place(s) (${damaged.problems.join(", ")}); ${damaged.bytes} bytes could not be read and were copied to ${movedTo}. Every intact record around them was recovered; messages whose records were damaged are re-seeded from lineage when their executions resume.`,
+        `[factflow/embedded] queue log ${path} was damaged in ${damaged.ranges} place(s) (${damaged.problems.join(", ")}); ${damaged.bytes} bytes could not be read and were copied to ${movedTo}. Every intact record around them was recovered; ${damaged.restored} of the damaged places were one copy of a publish record whose other copy was intact (nothing lost there); a message whose both copies were damaged is re-seeded from lineage when its execution resumes.`,
         { ...damaged, offsets: scan.damaged.map((d) => d.offset) },
       );
     }

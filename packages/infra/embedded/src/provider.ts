@@ -291,7 +291,7 @@ export function createEmbeddedProvider(
       const damaged = recovered?.damaged;
       if (damaged !== undefined)
         problems.push(
-          `queue log was damaged in ${damaged.ranges} place(s) (${damaged.problems.join(", ")}); ${damaged.bytes} unreadable bytes copied to ${damaged.movedTo}, every intact record recovered`,
+          `queue log was damaged in ${damaged.ranges} place(s) (${damaged.problems.join(", ")}); ${damaged.bytes} unreadable bytes copied to ${damaged.movedTo}, every intact record recovered, ${damaged.restored} of the places from the record's intact copy`,
         );
       return { problems };
     },

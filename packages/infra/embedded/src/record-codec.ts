@@ -17,6 +17,11 @@ import type { QueueDefinition } from "./queue-options.js";
  * | `x` | discarded from the DLQ | seq |
  * | `q` | queue defined at runtime | queue key, definition |
  * | `s` | durable topic subscription created | queue key |
+ *
+ * A publish record is written twice, its frame followed by an identical copy: the only record whose
+ * loss loses a message (an acknowledgement lost means a redelivery), so damage to one of the two
+ * bytes-for-bytes copies (a flipped bit) costs nothing. The reader takes the first intact one and
+ * skips a copy that follows an intact frame. A log written before copies existed reads the same.
  */
 export const LOG_MAGIC = Buffer.from("FFQLOG1\n", "latin1");
 export const RECORD_HEADER_BYTES = 8;
@@ -145,6 +150,11 @@ export interface DamagedRange {
   readonly offset: number;
   readonly bytes: number;
   readonly problem: string;
+  /**
+   * The stretch is exactly one copy of a publish record whose other copy is intact right beside it:
+   * nothing was lost.
+   */
+  readonly restored: boolean;
 }
 
 /** Outcome of scanning a log buffer. */
@@ -202,6 +212,21 @@ function resync(data: Buffer, from: number): number | undefined {
   return undefined;
 }
 
+/** True when the intact publish frame at `next` is exactly as long as the damaged stretch before it. */
+function isTwinAfter(data: Buffer, offset: number, next: number): boolean {
+  const attempt = readRecord(data, next);
+  return "record" in attempt && attempt.record.t === "p" && attempt.end - next === next - offset;
+}
+
+/**
+ * True when the bytes right after the frame `[start, end)` are the same frame again: a publish
+ * record's copy.
+ */
+export function isCopyAt(data: Buffer, start: number, end: number): boolean {
+  const copyEnd = 2 * end - start;
+  return copyEnd <= data.length && data.compare(data, end, copyEnd, start, end) === 0;
+}
+
 /**
  * Reads every intact record. A bad record in the middle (a flipped byte) costs only itself: the scan
  * resynchronises at the next intact record and reports the damaged range. Damage with no intact
@@ -224,19 +249,36 @@ export function scanLog(data: Buffer): ScanResult {
     };
   }
   let offset = LOG_MAGIC.length;
+  /** The publish frame just read without its copy after it, as `[start, end)`, or undefined. */
+  let uncopied: readonly [number, number] | undefined;
   while (offset < data.length) {
     const attempt = readRecord(data, offset);
     if ("record" in attempt) {
-      records.push(attempt.record);
+      const { record, end } = attempt;
+      records.push(record);
       offsets.push(offset);
-      lengths.push(attempt.end - offset);
-      offset = attempt.end;
+      lengths.push(end - offset);
+      uncopied = undefined;
+      if (record.t === "p" && isCopyAt(data, offset, end)) offset = 2 * end - offset;
+      else {
+        if (record.t === "p") uncopied = [offset, end];
+        offset = end;
+      }
       continue;
     }
     const next = resync(data, offset + 1);
+    // Its twin precedes it (a damaged copy) or follows it (a damaged first frame): the same length.
+    const twinBefore = uncopied !== undefined && uncopied[1] === offset && next === 2 * offset - uncopied[0];
     if (next === undefined)
       return { records, offsets, lengths, validBytes: offset, problem: attempt.problem, damaged };
-    damaged.push({ offset, bytes: next - offset, problem: attempt.problem });
+    const twinAfter = !twinBefore && isTwinAfter(data, offset, next);
+    damaged.push({
+      offset,
+      bytes: next - offset,
+      problem: attempt.problem,
+      restored: twinBefore || twinAfter,
+    });
+    uncopied = undefined;
     offset = next;
   }
   return { records, offsets, lengths, validBytes: offset, damaged };

@@ -157,7 +157,8 @@ describe("file mode", () => {
     const second = await start({}, logger);
     const stats = second.storeStats();
     expect(stats.corruptTails).toBe(1);
-    expect(stats.recoveredMessages).toBe(4);
+    // The cut fell in the copy of the last publish record: its first frame is intact.
+    expect(stats.recoveredMessages).toBe(5);
     expect(stats.corruptTail?.problem).toMatch(/torn/);
     const offset = stats.corruptTail?.offset ?? -1;
     expect(offset).toBeGreaterThan(8);
@@ -168,12 +169,12 @@ describe("file mode", () => {
     expect(moved).toHaveLength(1);
     expect((await stat(join(dir.path, moved[0] as string))).size).toBe(size - 20 - offset);
     expect((await stat(log)).size).toBe(offset);
-    expect((await second.admin.stats({ destination: "/queue/t" })).depth).toBe(4);
+    expect((await second.admin.stats({ destination: "/queue/t" })).depth).toBe(5);
     // The cut log keeps working.
     await second.publish("/queue/t", { body: "after" });
     await stop(second);
     const third = await start();
-    expect(third.storeStats()).toMatchObject({ recoveredMessages: 5, corruptTails: 0 });
+    expect(third.storeStats()).toMatchObject({ recoveredMessages: 6, corruptTails: 0 });
   });
 
   it("detects a corrupted record by its CRC", async () => {
@@ -182,49 +183,70 @@ describe("file mode", () => {
     await stop(first);
     const log = join(dir.path, "queue.log");
     const data = await readFile(log);
-    const at = data.lastIndexOf("hello world") + 2;
-    data[at] = (data[at] ?? 0) ^ 0xff;
+    // Both copies of the last publish record: nothing intact follows, so it is a damaged tail.
+    for (const at of [
+      data.lastIndexOf("hello world") + 2,
+      data.indexOf("hello world", data.indexOf('"i":3')) + 2,
+    ])
+      data[at] = (data[at] ?? 0) ^ 0xff;
     await writeFile(log, data);
     const second = await start();
     expect(second.storeStats().corruptTail?.problem).toBe("CRC mismatch");
     expect(second.storeStats().recoveredMessages).toBe(3);
   });
 
-  it("loses only the damaged record to a flipped byte in the middle, reports it, and rewrites the log", async () => {
-    const first = await start();
-    for (let i = 0; i < 50; i++) await first.publish("/queue/m", { body: { i, text: `message-${i}` } });
-    await stop(first);
-    const log = join(dir.path, "queue.log");
-    const data = await readFile(log);
-    const at = data.indexOf("message-20") + 3;
-    data[at] = (data[at] ?? 0) ^ 0xff;
-    await writeFile(log, data);
-    const logger = recordingLogger();
-    const second = await start({}, logger);
-    const stats = second.storeStats();
-    expect(stats.corruptTails, "not a tail: records after the damage are read").toBe(0);
-    expect(stats.damagedRanges).toBe(1);
-    expect(stats.recoveredMessages).toBe(49);
-    expect(stats.damaged?.problems).toEqual(["CRC mismatch"]);
-    expect(second.health?.().problems[0]).toMatch(/damaged in 1 place/);
-    expect(logger.lines.some((l) => l.level === "error" && /damaged in 1 place/.test(l.message))).toBe(true);
-    const bodies: number[] = [];
-    await second.subscribe(
-      "/queue/m",
-      (d) => {
-        bodies.push((d.message.body as { i: number }).i);
-        return "ACKNOWLEDGED";
-      },
-      { subscription: "check", concurrency: 1 },
-    );
-    await waitFor(() => bodies.length === 49, "49 deliveries", 60_000);
-    expect(bodies).toEqual(Array.from({ length: 50 }, (_, i) => i).filter((i) => i !== 20));
-    await stop(second);
-    // The log was rewritten without the damage: the next start finds none.
-    const third = await start();
-    expect(third.storeStats()).toMatchObject({ damagedRanges: 0, corruptTails: 0 });
-    expect(third.health?.().problems).toEqual([]);
-  });
+  it.each([
+    ["the first copy", [0], 50, 1],
+    ["the second copy", [1], 50, 1],
+    ["both copies", [0, 1], 49, 0],
+  ])(
+    "loses nothing to a flipped byte in %s of a publish record but what has no intact copy, reports it, and rewrites the log",
+    async (_, copies, recovered, restored) => {
+      const first = await start();
+      for (let i = 0; i < 50; i++) await first.publish("/queue/m", { body: { i, text: `message-${i}` } });
+      await stop(first);
+      const log = join(dir.path, "queue.log");
+      const data = await readFile(log);
+      const firstCopy = data.indexOf("message-20");
+      const places = [firstCopy, data.indexOf("message-20", firstCopy + 1)];
+      expect(places[1], "a publish record is written twice").toBeGreaterThan(firstCopy);
+      for (const copy of copies) {
+        const at = (places[copy] as number) + 3;
+        data[at] = (data[at] ?? 0) ^ 0xff;
+      }
+      await writeFile(log, data);
+      const logger = recordingLogger();
+      const second = await start({}, logger);
+      const stats = second.storeStats();
+      expect(stats.corruptTails, "not a tail: records after the damage are read").toBe(0);
+      expect(stats.damagedRanges).toBe(1);
+      expect(stats.damaged?.restored).toBe(restored);
+      expect(stats.recoveredMessages).toBe(recovered);
+      expect(stats.damaged?.problems).toEqual(["CRC mismatch"]);
+      expect(second.health?.().problems[0]).toMatch(/damaged in 1 place/);
+      expect(logger.lines.some((l) => l.level === "error" && /damaged in 1 place/.test(l.message))).toBe(
+        true,
+      );
+      const bodies: number[] = [];
+      await second.subscribe(
+        "/queue/m",
+        (d) => {
+          bodies.push((d.message.body as { i: number }).i);
+          return "ACKNOWLEDGED";
+        },
+        { subscription: "check", concurrency: 1 },
+      );
+      await waitFor(() => bodies.length === recovered, `${recovered} deliveries`, 60_000);
+      expect(bodies).toEqual(
+        Array.from({ length: 50 }, (_, i) => i).filter((i) => recovered === 50 || i !== 20),
+      );
+      await stop(second);
+      // The log was rewritten without the damage: the next start finds none.
+      const third = await start();
+      expect(third.storeStats()).toMatchObject({ damagedRanges: 0, corruptTails: 0 });
+      expect(third.health?.().problems).toEqual([]);
+    },
+  );
 
   it("reclaims a log that is almost all dead (an ended execution) well below compactAfterBytes", async () => {
     const first = await start();

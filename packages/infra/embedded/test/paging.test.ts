@@ -1,3 +1,5 @@
+import { open as openFile, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { EmbeddedConfigInput, EmbeddedProvider } from "../src/index.js";
 import { createEmbeddedProvider } from "../src/index.js";
@@ -112,6 +114,33 @@ describe("file mode memory budget", () => {
     expect(maxResident).toBeLessThanOrEqual(BUDGET);
     expect(p.counters()).toMatchObject({ acked: 300, retried: 0 });
     expect(p.storeStats()).toMatchObject({ liveMessages: 0, residentBytes: 0, pagedOutMessages: 0 });
+  });
+
+  it("reads a paged-out message from the copy of its record when the first one is damaged, and says so", async () => {
+    const logger = recordingLogger();
+    const p = createEmbeddedProvider(
+      { mode: "file", dataDir: dir.path, memoryBudgetBytes: BUDGET },
+      { logger },
+    );
+    open.push(p);
+    await p.connect();
+    for (let n = 0; n < 100; n++) await p.publish("/queue/copy", { body: { n, pad: pad(n) } });
+    expect(p.storeStats().pagedOutMessages).toBeGreaterThan(50);
+    // The disk flips a byte in the first copy of message 60's record while the provider runs.
+    const log = join(dir.path, "queue.log");
+    const data = await readFile(log);
+    const at = data.indexOf(pad(60)) + 10;
+    const handle = await openFile(log, "r+");
+    await handle.write(Buffer.from([(data[at] ?? 0) ^ 0xff]), 0, 1, at);
+    await handle.close();
+    const seen = await consumeAll(p, "/queue/copy", 100);
+    expect(seen.map((s) => s.n)).toEqual(Array.from({ length: 100 }, (_, n) => n));
+    expect(seen[60]?.pad).toBe(pad(60));
+    expect(
+      logger.lines.some(
+        (l) => l.level === "error" && /record of message \d+ .* damaged; its copy was read/.test(l.message),
+      ),
+    ).toBe(true);
   });
 
   it("recovers a backlog larger than the budget and delivers it in order with bodies and headers intact", async () => {

@@ -1,8 +1,9 @@
 import { readFileSync, truncateSync, writeFileSync } from "node:fs";
 
 // The embedded provider's queue log (packages/infra/embedded/src/record-codec.ts): an 8-byte magic,
-// then records framed `[u32 LE payload length][u32 LE CRC-32 of the payload][JSON payload]`.
-// Read here independently of the provider, so a change of format breaks this test loudly.
+// then records framed `[u32 LE payload length][u32 LE CRC-32 of the payload][JSON payload]`, a
+// publish record's frame followed by an identical copy. Read here independently of the provider, so
+// a change of format breaks this test loudly.
 const MAGIC_BYTES = 8;
 const HEADER_BYTES = 8;
 
@@ -15,6 +16,8 @@ interface LogRecordInfo {
   readonly queue?: string;
   /** A publish record of a copy the engine re-published on resume (`x-factflow-reseeded`). */
   readonly reseeded?: boolean;
+  /** A publish record whose frame is followed by its copy. */
+  readonly copied: boolean;
 }
 
 /** Every record of the log in order (stops at the first frame that does not fit). */
@@ -32,6 +35,9 @@ export function readRecords(path: string): LogRecordInfo[] {
       q?: string;
       h?: Record<string, string>;
     };
+    const copyEnd = 2 * end - offset;
+    const copied =
+      payload.t === "p" && copyEnd <= data.length && data.compare(data, end, copyEnd, offset, end) === 0;
     records.push({
       offset,
       length,
@@ -39,8 +45,9 @@ export function readRecords(path: string): LogRecordInfo[] {
       ...(payload.s === undefined ? {} : { seq: payload.s }),
       ...(payload.q === undefined ? {} : { queue: payload.q }),
       ...(payload.h?.["x-factflow-reseeded"] === "1" ? { reseeded: true } : {}),
+      copied,
     });
-    offset = end;
+    offset = copied ? copyEnd : end;
   }
   return records;
 }
@@ -69,8 +76,9 @@ export function tearTail(path: string): LogDamage {
 /**
  * One flipped byte in the middle of a record in the middle of the log. The record chosen is the
  * publish record of a message still live at the kill (never acked, dead-lettered or discarded)
- * whose offset is closest to the middle of the file, so the damage loses a message the broker still
- * owed: only lineage can bring it back. Falls back to the record in the middle of the file.
+ * whose offset is closest to the middle of the file, and the byte is in its first frame: the damage
+ * hits a message the broker still owed, which it must read from the record's copy (and report).
+ * Falls back to the record in the middle of the file.
  */
 export function flipByte(path: string): LogDamage {
   const records = readRecords(path);
@@ -81,7 +89,7 @@ export function flipByte(path: string): LogDamage {
   const data = readFileSync(path);
   const middle = data.length / 2;
   const inner = records.slice(1, -1);
-  const live = inner.filter((r) => r.type === "p" && !settled.has(r.seq));
+  const live = inner.filter((r) => r.type === "p" && r.copied && !settled.has(r.seq));
   const candidates = live.length > 0 ? live : inner;
   const target = candidates.reduce((best, r) =>
     Math.abs(r.offset - middle) < Math.abs(best.offset - middle) ? r : best,

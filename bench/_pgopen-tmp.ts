@@ -1,0 +1,13 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openLineageDatabase } from "@factflow/lineage";
+const mb = (x: number) => Math.round(x / 2 ** 20);
+const before = process.memoryUsage().rss;
+const dir = await mkdtemp(join(tmpdir(), "factflow-pgopen-"));
+const db = await openLineageDatabase({ dataDir: dir });
+await new Promise((r) => setTimeout(r, 2000));
+const u = process.memoryUsage();
+console.log(JSON.stringify({ flags: process.execArgv.filter(a=>a.startsWith("--")&&!a.includes("cond")&&!a.includes("import")).join(" "), before: mb(before), rss: mb(u.rss), heap: mb(u.heapUsed), ext: mb(u.external), ab: mb(u.arrayBuffers) }));
+await db.close();
+await rm(dir, { recursive: true, force: true });
