@@ -387,7 +387,8 @@ export class FileJournal implements Journal {
     const big = logBytes > this.config.compactAfterBytes;
     if (!big && logBytes <= MIN_COMPACT_BYTES) return false;
     const { liveBytes, liveCount } = this.snapshot();
-    const live = liveBytes + liveCount * 256;
+    // What a compacted copy takes: each live message's record, with its copy.
+    const live = 2 * (liveBytes + liveCount * 256);
     return big ? logBytes > 2 * live : logBytes > 16 * live;
   }
 
