@@ -168,133 +168,159 @@ function parentKeyOf(batch: OutboundBatch): string {
     : [batch.envelope.id, ...batch.batchMembers].sort().join("+");
 }
 
-/** Every target of a chain: fan-out, several outbound queues, or strict lineage. */
+/**
+ * Every target of a chain: fan-out, several outbound queues, or strict lineage. Every child's row is
+ * recorded (or registered) before the first publish; the targets are made twice, once for the rows
+ * and once for the publishes, and a row is let go once it is recorded: of a large fan-out only its
+ * child ids stay alive the whole time, not every child's row and target at once.
+ */
 async function publishAll(runtime: ExecutionRuntime, batch: OutboundBatch): Promise<number> {
-  const { outbound } = batch;
-  let targets: Target[] = [];
-  if (batch.data !== null)
-    for (const queue of outbound) targets.push({ queue, body: batch.data, parentId: batch.lastRowId });
-  for (let e = 0; e < batch.emitted.length; e++) {
-    // A large fan-out is prepared in slices, so timers and other deliveries still run meanwhile.
-    if (e % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
-    const { message, parentRowId } = batch.emitted[e] as PendingEmit;
-    if (message.queue !== undefined && !outbound.includes(message.queue)) {
-      throw new PipelineError(
-        "invalid_argument",
-        `[factflow/engine] route "${batch.route}" emitted a message to "${message.queue}", which is not one of its outbound queues (${outbound.join(", ") || "none"})`,
-      );
-    }
-    for (const queue of message.queue === undefined ? outbound : [message.queue]) {
-      targets.push({
-        queue,
-        body: message.body,
-        parentId: parentRowId,
-        ...(message.headers ? { headers: message.headers } : {}),
-        ...(message.priority === undefined ? {} : { priority: message.priority }),
-      });
-    }
-  }
+  await checkEmittedQueues(batch);
   const reseeded = batch.redelivered === true || isReseeded(batch.envelope);
-  const rows: LineageRow[] = [];
-  const sends: Target[] = [];
-  const parentKey = parentKeyOf(batch);
-  for (let index = 0; index < targets.length; index++) {
-    const t = targets[index] as Target;
-    // A large fan-out is prepared in slices, so timers and other deliveries still run meanwhile.
-    if (index % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
-    const row = outputRow(runtime, batch, parentKey, t, index);
-    if (row === undefined) continue;
-    sends.push(t);
-    rows.push(row);
-  }
-  targets = sends;
-  if (targets.length === 0) return 0;
-  batch.watermark.add(targets.length);
-  let remaining = targets.length;
-  let published = 0;
   // Rows only queued in the writer (not registered durably) travel with the run that queued them.
   // Without strict lineage the publisher is always the consumer (one process), so fan-out children
   // are queued too: this process's gate counts them (queued or held by the writer) before any is
   // published, and a run that dies before they are stored leaves the header that restores them.
   const queuedRows = !runtime.strictLineage;
+  const ids = await recordRows(runtime, batch, queuedRows);
+  const count = ids.reduce((n, id) => (id === undefined ? n : n + 1), 0);
+  if (count === 0) return 0;
+  batch.watermark.add(count);
+  let remaining = count;
+  let published = 0;
+  let failure: unknown;
+  // The targets again, in the same order, each with the id of its row (skipping the children that
+  // need no publish).
+  const targets = targetsOf(batch);
+  let index = 0;
+  const take = (): { target: Target; id: string } | undefined => {
+    for (let next = targets.next(); next.done !== true; next = targets.next()) {
+      const id = ids[index++];
+      if (id !== undefined) return { target: next.value, id };
+    }
+    return undefined;
+  };
   try {
+    // Publishes to an in-process broker complete as microtasks: without a pause every
+    // YIELD_EVERY messages, a large fan-out would run to its end before any timer or I/O.
+    let pause: Promise<void> | undefined;
+    let started = 0;
+    const worker = async () => {
+      for (;;) {
+        if (pause !== undefined) await pause;
+        const item = take();
+        if (item === undefined) break;
+        if (started++ % YIELD_EVERY === YIELD_EVERY - 1) {
+          const turn = yieldToEventLoop();
+          pause = turn;
+          void turn.then(() => {
+            if (pause === turn) pause = undefined;
+          });
+        }
+        try {
+          await sendTarget(runtime, batch, item.target, item.id, reseeded, queuedRows);
+          published++;
+        } catch (error) {
+          failure ??= closeUnpublished(runtime, item.id, error);
+        } finally {
+          remaining--;
+          batch.watermark.done(1);
+        }
+      }
+    };
+    // One message (the common relay) needs no pool. At most `max_fanout_pending` publishes in
+    // flight, and 256: enough for a network broker to pipeline its confirms (a narrower window
+    // leaves a large fan-out waiting on round trips).
+    const width = Math.min(count, batch.maxFanoutPending, 256);
+    if (width === 1) await worker();
+    else await Promise.all(Array.from({ length: width }, worker));
+  } catch (error) {
+    batch.watermark.done(remaining); // what was never attempted
+    throw error;
+  }
+  if (failure !== undefined) throw failure;
+  return published;
+}
+
+/**
+ * Records (or, with strict lineage, registers durably) the `message` row of every target, a slice
+ * of {@link REGISTER_SLICE} at a time, before anything is published. Returns each target's row id in
+ * output order, `undefined` for a child that needs no publish.
+ */
+async function recordRows(
+  runtime: ExecutionRuntime,
+  batch: OutboundBatch,
+  queuedRows: boolean,
+): Promise<(string | undefined)[]> {
+  const parentKey = parentKeyOf(batch);
+  const ids: (string | undefined)[] = [];
+  let slice: LineageRow[] = [];
+  const flushSlice = async (last: boolean) => {
+    if (slice.length === 0) return;
+    const rows = slice;
+    slice = [];
     if (!queuedRows) {
       // Durable before any publish, so no process's completion gate can miss a child. A large
       // fan-out goes in slices with a turn of the event loop between them: writing thousands of
       // rows at once would hold the thread (timers, other deliveries) for as long.
-      for (let from = 0; from < rows.length; from += REGISTER_SLICE) {
-        if (from > 0) await yieldToEventLoop();
-        await runtime.lineage.registerPending(
-          from === 0 && rows.length <= REGISTER_SLICE ? rows : rows.slice(from, from + REGISTER_SLICE),
-        );
-      }
-    } else {
-      // Queued ahead of every later change of the parent's rows, so this process's gate sees them;
-      // the backlog is bounded to keep completion prompt. A large fan-out is recorded in slices,
-      // each after the writer has room: recorded at once, hundreds of thousands of rows would
-      // outgrow the writer's queue, which then drops writes.
-      for (let from = 0; from < rows.length; from += REGISTER_SLICE) {
-        const end = Math.min(rows.length, from + REGISTER_SLICE);
-        for (let i = from; i < end; i++) runtime.lineage.record(rows[i] as LineageRow);
-        const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
-        if (room !== undefined) await room;
-        // With room to spare, the next slice still waits for a turn of the event loop: recording
-        // every slice up to the backlog's limit at once held the thread for 80 ms and more.
-        else if (end < rows.length) await yieldToEventLoop();
-      }
+      if (ids.length > rows.length) await yieldToEventLoop();
+      await runtime.lineage.registerPending(rows);
+      return;
     }
-    let failure: unknown;
-    if (targets.length === 1) {
-      // One message (the common relay): no worker pool.
-      const id = (rows[0] as LineageRow).id;
-      try {
-        await sendTarget(runtime, batch, targets[0] as Target, id, reseeded, queuedRows);
-        published++;
-      } catch (error) {
-        publishFailed(runtime, id, error);
-      } finally {
-        remaining--;
-        batch.watermark.done(1);
-      }
-    } else {
-      let next = 0;
-      // Publishes to an in-process broker complete as microtasks: without a pause every
-      // YIELD_EVERY messages, a large fan-out would run to its end before any timer or I/O.
-      let pause: Promise<void> | undefined;
-      const worker = async () => {
-        while (next < targets.length) {
-          if (pause !== undefined) await pause;
-          if (next >= targets.length) break;
-          const i = next++;
-          if (i % YIELD_EVERY === YIELD_EVERY - 1) {
-            const turn = yieldToEventLoop();
-            pause = turn;
-            void turn.then(() => {
-              if (pause === turn) pause = undefined;
-            });
-          }
-          const id = (rows[i] as LineageRow).id;
-          try {
-            await sendTarget(runtime, batch, targets[i] as Target, id, reseeded, queuedRows);
-            published++;
-          } catch (error) {
-            failure ??= closeUnpublished(runtime, id, error);
-          } finally {
-            remaining--;
-            batch.watermark.done(1);
-          }
-        }
+    // Queued ahead of every later change of the parent's rows, so this process's gate sees them;
+    // the backlog is bounded to keep completion prompt. A large fan-out is recorded in slices,
+    // each after the writer has room: recorded at once, hundreds of thousands of rows would
+    // outgrow the writer's queue, which then drops writes.
+    for (const row of rows) runtime.lineage.record(row);
+    const room = lineageRoom(runtime.lineage, runtime.maxLineageBacklog);
+    if (room !== undefined) await room;
+    // With room to spare, the next slice still waits for a turn of the event loop: recording
+    // every slice up to the backlog's limit at once held the thread for 80 ms and more.
+    else if (!last) await yieldToEventLoop();
+  };
+  for (const target of targetsOf(batch)) {
+    // A large fan-out is prepared in slices, so timers and other deliveries still run meanwhile.
+    if (ids.length % YIELD_EVERY === YIELD_EVERY - 1) await yieldToEventLoop();
+    const row = outputRow(runtime, batch, parentKey, target, ids.length);
+    ids.push(row?.id);
+    if (row === undefined) continue;
+    slice.push(row);
+    if (slice.length === REGISTER_SLICE) await flushSlice(false);
+  }
+  await flushSlice(true);
+  return ids;
+}
+
+/** Refuses a chain that emitted to a queue its route does not publish to, before anything is sent. */
+async function checkEmittedQueues(batch: OutboundBatch): Promise<void> {
+  const { outbound, emitted } = batch;
+  for (let e = 0; e < emitted.length; e++) {
+    if (e % (YIELD_EVERY * 8) === YIELD_EVERY * 8 - 1) await yieldToEventLoop();
+    const queue = (emitted[e] as PendingEmit).message.queue;
+    if (queue !== undefined && !outbound.includes(queue)) {
+      throw new PipelineError(
+        "invalid_argument",
+        `[factflow/engine] route "${batch.route}" emitted a message to "${queue}", which is not one of its outbound queues (${outbound.join(", ") || "none"})`,
+      );
+    }
+  }
+}
+
+/** The chain's targets in output order: its data to every outbound queue, then each emitted message. */
+function* targetsOf(batch: OutboundBatch): Generator<Target> {
+  const { outbound } = batch;
+  if (batch.data !== null)
+    for (const queue of outbound) yield { queue, body: batch.data, parentId: batch.lastRowId };
+  for (const { message, parentRowId } of batch.emitted) {
+    for (const queue of message.queue === undefined ? outbound : [message.queue]) {
+      yield {
+        queue,
+        body: message.body,
+        parentId: parentRowId,
+        ...(message.headers ? { headers: message.headers } : {}),
+        ...(message.priority === undefined ? {} : { priority: message.priority }),
       };
-      // At most `max_fanout_pending` publishes in flight, and 256: enough for a network broker to
-      // pipeline its confirms (a narrower window leaves a large fan-out waiting on round trips).
-      const width = Math.min(targets.length, batch.maxFanoutPending, 256);
-      await Promise.all(Array.from({ length: width }, worker));
     }
-    if (failure !== undefined) throw failure;
-    return published;
-  } catch (error) {
-    batch.watermark.done(remaining); // what was never attempted (e.g. registerPending failed)
-    throw error;
   }
 }
 
