@@ -138,7 +138,10 @@ export class LineageWriter {
   #deferredCount = 0;
   /** `roomFor` callers, released as commits take writes off the queue. */
   #roomWaiters: RoomWaiter[] = [];
-  /** Open rows recorded less than `holdOpenMs` ago, not queued yet (see {@link OpenRowHold}). */
+  /**
+   * Open rows recorded less than `holdOpenMs` ago (a waiting message's row: `holdWaitingMs`), not
+   * queued yet (see {@link OpenRowHolds}).
+   */
   readonly #hold: OpenRowHolds;
   /**
    * Settled adapter rows waiting for their message row's next write to travel inside it (see

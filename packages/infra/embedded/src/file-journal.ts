@@ -116,19 +116,13 @@ export class FileJournal implements Journal {
       start < readAhead.start ||
       end > readAhead.start + readAhead.data.length
     ) {
-      this.#readFd ??= openSync(this.path, "r");
       const size = Math.max(message.logLength, READ_AHEAD_BYTES);
       let buffer = readAhead.backing;
       if (buffer === undefined || buffer.length < size) {
         buffer = Buffer.allocUnsafeSlow(size);
         readAhead.backing = buffer;
       }
-      let filled = 0;
-      while (filled < size) {
-        const n = readSync(this.#readFd, buffer, filled, size - filled, start + filled);
-        if (n === 0) break;
-        filled += n;
-      }
+      const filled = this.#readAt(buffer, size, start);
       if (filled < message.logLength) {
         throw new Error(
           `the queue log ${this.path} ends at byte ${start + filled}, before the record of message ${message.seq}`,
@@ -155,19 +149,24 @@ export class FileJournal implements Journal {
   /** The content of `message` from the copy of its publish record, or undefined if that is unreadable. */
   #readCopy(message: StoredMessage): MessageContent | undefined {
     try {
-      this.#readFd ??= openSync(this.path, "r");
       const buffer = Buffer.allocUnsafe(message.logLength);
-      const at = message.logOffset + message.logLength;
-      let filled = 0;
-      while (filled < buffer.length) {
-        const n = readSync(this.#readFd, buffer, filled, buffer.length - filled, at + filled);
-        if (n === 0) return undefined;
-        filled += n;
-      }
-      return decodeContent(buffer, message.seq);
+      const filled = this.#readAt(buffer, buffer.length, message.logOffset + message.logLength);
+      return filled < buffer.length ? undefined : decodeContent(buffer, message.seq);
     } catch {
       return undefined;
     }
+  }
+
+  /** Reads up to `size` bytes of the log at `position` into `buffer`; fewer only at its end. */
+  #readAt(buffer: Buffer, size: number, position: number): number {
+    this.#readFd ??= openSync(this.path, "r");
+    let filled = 0;
+    while (filled < size) {
+      const n = readSync(this.#readFd, buffer, filled, size - filled, position + filled);
+      if (n === 0) break;
+      filled += n;
+    }
+    return filled;
   }
 
   ack(message: StoredMessage): void {

@@ -222,7 +222,7 @@ function isTwinAfter(data: Buffer, offset: number, next: number): boolean {
  * True when the bytes right after the frame `[start, end)` are the same frame again: a publish
  * record's copy.
  */
-export function isCopyAt(data: Buffer, start: number, end: number): boolean {
+function isCopyAt(data: Buffer, start: number, end: number): boolean {
   const copyEnd = 2 * end - start;
   return copyEnd <= data.length && data.compare(data, end, copyEnd, start, end) === 0;
 }
