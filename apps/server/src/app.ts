@@ -5,7 +5,7 @@ import { crossSiteGuard } from "./guards/cross-site-guard.js";
 import { hostGuard } from "./guards/host-guard.js";
 import { requestTextGuard } from "./guards/request-text-guard.js";
 import { tokenGuard } from "./guards/token-guard.js";
-import { errorHandler, HttpProblem, retryAfter } from "./http-errors.js";
+import { errorHandler, HttpProblem, retryAfter, shuttingDownProblem } from "./http-errors.js";
 import { openApiDocument } from "./openapi.js";
 import { configRoutes } from "./routes/configs.js";
 import { deadLetterBulkRoutes } from "./routes/dead-letter-bulk.js";
@@ -46,7 +46,8 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}) {
     options.log ??
     ((message, fields) => console.error(JSON.stringify({ level: "error", message, ...fields })));
   const app = new Hono();
-  app.onError(errorHandler(log));
+  const shuttingDown = options.isShuttingDown ?? (() => false);
+  app.onError(errorHandler(log, shuttingDown));
   app.notFound((c) =>
     c.json(
       {
@@ -62,7 +63,7 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}) {
   app.use("*", hostGuard(rt.settings.host, rt.settings.allowed_hosts));
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
-    if (options.isShuttingDown?.() === true) return c.json({ status: "shutting_down" }, 503);
+    if (shuttingDown()) return c.json({ status: "shutting_down" }, 503, retryAfter());
     const checks: Record<string, string> = {};
     await Promise.all([
       withTimeout(rt.provider.admin.listDestinations(), 2000, "provider")
@@ -95,6 +96,11 @@ export function createApp(rt: FactflowRuntime, options: AppOptions = {}) {
   app.route("/", uiRoutes());
 
   const api = new Hono();
+  // The store and the broker are closing: no answer given now could be trusted.
+  api.use("*", async (_c, next) => {
+    if (shuttingDown()) throw shuttingDownProblem();
+    await next();
+  });
   api.use(
     "*",
     bodyLimit({

@@ -109,7 +109,9 @@ export function toHttpError(error: unknown): HttpErrorAnswer {
   if (error instanceof HttpProblem) {
     const body: ErrorBody = { error: { code: error.code, message: error.message } };
     if (error.issues !== undefined) body.error.issues = error.issues;
-    return { status: error.status, body };
+    return error.status === 503
+      ? { status: 503, body, headers: retryAfter() }
+      : { status: error.status, body };
   }
   if (error instanceof HTTPException) {
     const status = error.status as ContentfulStatusCode;
@@ -136,11 +138,29 @@ export function toHttpError(error: unknown): HttpErrorAnswer {
   };
 }
 
-/** Hono `onError` handler: logs server faults, answers with the one error shape. */
-export function errorHandler(log: (message: string, fields: Record<string, unknown>) => void) {
+/** What every request that reaches a stopping server is answered, whatever it asked. */
+export function shuttingDownProblem(): HttpProblem {
+  return new HttpProblem(
+    503,
+    "shutting_down",
+    `[factflow/server] this server is shutting down; retry in ${RETRY_AFTER_SECONDS} s, or on another server of the cluster`,
+  );
+}
+
+/**
+ * Hono `onError` handler: logs server faults, answers with the one error shape. Once shutdown began,
+ * a request that was already running when the store or the broker closed under it is answered
+ * `shutting_down` (503), not as a fault: the client retries, nothing is logged as an error.
+ */
+export function errorHandler(
+  log: (message: string, fields: Record<string, unknown>) => void,
+  isShuttingDown: () => boolean = () => false,
+) {
   return (error: Error, c: Context) => {
-    const { status, body, headers } = toHttpError(error);
-    if (status >= 500)
+    const answer = toHttpError(error);
+    const { status, body, headers } =
+      answer.status >= 500 && isShuttingDown() ? toHttpError(shuttingDownProblem()) : answer;
+    if (status >= 500 && body.error.code !== "shutting_down")
       log("request failed", {
         method: c.req.method,
         path: c.req.path,
