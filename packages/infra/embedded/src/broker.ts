@@ -275,22 +275,24 @@ export class Broker {
       // Handlers that settle synchronously and publish again keep the broker busy on promise
       // continuations alone, which never let timers, I/O or other requests run: hand the next
       // dispatch to the next turn of the event loop instead.
-      if (!queue.pumpDeferred) {
-        queue.pumpDeferred = true;
-        setImmediate(() => {
-          queue.pumpDeferred = false;
-          this.pump(queue);
-        });
-      }
+      this.#pumpLater(queue);
       return;
     }
     queue.pumping = true;
     try {
+      let taken = 0;
       do {
         queue.pumpAgain = false;
         const now = Date.now();
         for (;;) {
           if (this.closed || queue.ready.size === 0) break;
+          // Each message taken runs its handler's synchronous part here: with hundreds of free
+          // slots (a route's concurrency), one pump would run hundreds of handlers in one turn.
+          if ((++taken & 7) === 0 && this.#sliceSpent()) {
+            this.#pumpLater(queue);
+            queue.pumpAgain = false;
+            break;
+          }
           const consumers = queue.consumers;
           const n = consumers.length;
           let chosen: EmbeddedSubscription | undefined;
@@ -340,6 +342,21 @@ export class Broker {
    * the first pump and closes when a `setImmediate` scheduled then gets to run: if it has not run
    * after `SLICE_MS`, nothing but microtasks has run since.
    */
+  /** Pumps `queue` again in the next turn of the event loop (once, however often asked). */
+  #pumpLater(queue: PhysicalQueue): void {
+    if (queue.pumpDeferred) return;
+    queue.pumpDeferred = true;
+    setImmediate(() => {
+      queue.pumpDeferred = false;
+      this.pump(queue);
+    });
+  }
+
+  /** The current slice (opened by {@link #mustYield}) has run longer than {@link SLICE_MS}. */
+  #sliceSpent(): boolean {
+    return performance.now() - this.#sliceStart > SLICE_MS;
+  }
+
   #mustYield(): boolean {
     const now = performance.now();
     if (!this.#sliceOpen) {

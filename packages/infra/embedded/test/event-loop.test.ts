@@ -47,6 +47,41 @@ describe("a saturated in-memory relay", () => {
   });
 });
 
+describe("a route with hundreds of free slots", () => {
+  it("does not start all of its handlers in one turn of the event loop", async () => {
+    const wide = createEmbeddedProvider({ mode: "memory" });
+    await wide.connect();
+    try {
+      const SLOTS = 256;
+      for (let i = 0; i < SLOTS * 2; i++) await wide.publish("/queue/wide", { body: { i } });
+      let started = 0;
+      // Each handler works at least 1 ms before it returns, synchronously.
+      const handler = () => {
+        started++;
+        const until = performance.now() + 1;
+        while (performance.now() < until);
+        return "ACKNOWLEDGED" as const;
+      };
+      let startedBeforeNextTurn: number | undefined;
+      setImmediate(() => {
+        startedBeforeNextTurn = started;
+      });
+      await wide.subscribe("/queue/wide", handler, {
+        subscription: "wide",
+        concurrency: SLOTS,
+        prefetch: SLOTS,
+      });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      // 256 free slots filled in one go would hold the loop for 256 ms or more: the broker stops
+      // handing out messages once its slice is spent, and lets the loop turn.
+      expect(startedBeforeNextTurn).toBeGreaterThan(0);
+      expect(startedBeforeNextTurn).toBeLessThan(SLOTS);
+    } finally {
+      await wide.close();
+    }
+  });
+});
+
 describe("compacting the queue log", () => {
   it("lets the event loop run while it encodes a large copy", async () => {
     const dir = await mkdtemp(join(tmpdir(), "factflow-compact-slice-"));
