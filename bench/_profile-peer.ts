@@ -1,7 +1,7 @@
 /**
  * The engine side of `pnpm bench peer` alone, for profiling the engine's own cost:
  *
- *     node --cpu-prof --cpu-prof-dir=prof --conditions=factflow-source --import tsx bench/_profile-peer.ts [N] [memory|pglite|postgres|counting] [rounds]
+ *     node --cpu-prof --cpu-prof-dir=prof --conditions=factflow-source --import tsx bench/_profile-peer.ts [N] [memory|pglite|postgres|counting] [rounds] [memory|file]
  *
  * One warm-up round of 1000, then `rounds` rounds (default 1) of N (default 20 000); prints CPU µs
  * per hop of each round and the lowest, which is the steadiest figure on a busy machine.
@@ -17,6 +17,8 @@ import { engineRound } from "./peer.js";
 const n = Number(process.argv[2] ?? 20_000);
 const mode = process.argv[3] ?? "memory";
 const rounds = Math.max(1, Number(process.argv[4] ?? 1));
+/** The embedded queue's mode: `file` is the default setup's (with `pglite`). */
+const queue = process.argv[5] === "file" ? "file" : "memory";
 const dir = await mkdtemp(join(tmpdir(), "factflow-profile-peer-"));
 // PostgreSQL lineage goes to a scratch database, dropped at the end.
 const scratch = mode === "postgres" ? await createScratchDatabase() : undefined;
@@ -30,12 +32,12 @@ const opened = await openLineageDatabase(
 // `counting`: lineage left out (see bench/hop-cpu.ts), the engine's own cost.
 const db = mode === "counting" ? { lineage: new CountingLineage(), executions: opened.executions } : opened;
 try {
-  await engineRound(1000, db);
+  await engineRound(1000, db, { queue, adapter: "passthrough" });
   const perHop: number[] = [];
   let msgsPerSec = 0;
   let cpuMs = 0;
   for (let i = 0; i < rounds; i++) {
-    const round = await engineRound(n, db);
+    const round = await engineRound(n, db, { queue, adapter: "passthrough" });
     perHop.push(Math.round((round.cpuMs * 1000) / (n * 3)));
     msgsPerSec = Math.max(msgsPerSec, Math.round(round.msgsPerSec));
     cpuMs += round.cpuMs;
@@ -43,6 +45,7 @@ try {
   console.log(
     JSON.stringify({
       lineage: mode,
+      queue,
       n,
       msgsPerSec,
       cpuMs,

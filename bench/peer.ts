@@ -47,7 +47,8 @@ import { relayPipelineYaml } from "./_engine-relay.js";
 import { createScratchDatabase, type ScratchDatabase } from "./_scratch-database.js";
 import { median } from "./_stats.js";
 
-const CONCURRENCY = 16;
+/** Jobs each BullMQ worker runs at once in the set-up its docs describe. */
+const DOCS_CONCURRENCY = 16;
 const LINEAGE_MODES = ["postgres", "pglite", "memory"] as const;
 type LineageMode = (typeof LINEAGE_MODES)[number];
 const QUEUE_MODES = ["memory", "file"] as const;
@@ -132,7 +133,7 @@ interface BullSettings {
 
 const BULLMQ_DOCS: BullSettings = {
   name: "docs",
-  concurrency: CONCURRENCY,
+  concurrency: DOCS_CONCURRENCY,
   skipChecks: false,
   sharedConnection: true,
   autoPipelining: false,
@@ -152,6 +153,19 @@ export const BULLMQ_VARIANTS: readonly BullSettings[] = [
 /** The fastest of {@link BULLMQ_VARIANTS}, used against the engine. */
 const BULLMQ_BEST: BullSettings =
   BULLMQ_VARIANTS.find((v) => v.name === "concurrency-256-skip-checks") ?? BULLMQ_DOCS;
+
+/**
+ * Messages each engine route handles at once, per queue mode: the faster of 16 and 256 (BullMQ's
+ * kept concurrency) in interleaved runs (docs/performance.md). The file queue's fsync covers every
+ * record written since the last one, so more work in flight means fewer fsyncs per message; the
+ * memory queue has none and pays a little for the larger number. `FACTFLOW_BENCH_PEER_CONCURRENCY`
+ * sets one number for every mode.
+ */
+function concurrencyOf(queue: QueueMode): number {
+  const set = process.env.FACTFLOW_BENCH_PEER_CONCURRENCY;
+  if (set !== undefined) return Number(set);
+  return queue === "file" ? BULLMQ_BEST.concurrency : DOCS_CONCURRENCY;
+}
 
 export interface Round {
   msgsPerSec: number;
@@ -257,11 +271,11 @@ async function bullmqRound(n: number, settings: BullSettings = BULLMQ_BEST): Pro
   }
 }
 
-function relayConfig(adapter: EngineMode["adapter"]): string {
+function relayConfig(adapter: EngineMode["adapter"], concurrency: number): string {
   return relayPipelineYaml({
     name: "bench-peer",
-    perHop: CONCURRENCY,
-    maxHandlers: CONCURRENCY * 4,
+    perHop: concurrency,
+    maxHandlers: concurrency * 4,
     sink: false,
     ...(adapter === "user" ? { hopAdapter: "{ type: stamp_hop, config: { hop: relay } }" } : {}),
   });
@@ -321,7 +335,9 @@ export async function engineRound(
     strictLineage: false,
   });
   try {
-    const config = await loadPipelineConfig(relayConfig(mode.adapter), { registry: engine.registry });
+    const config = await loadPipelineConfig(relayConfig(mode.adapter, concurrencyOf(mode.queue)), {
+      registry: engine.registry,
+    });
     const before = db.lineage.counters();
     const timer = watchTimer();
     // The process's resident memory, PGlite's worker thread included, sampled every 100 ms.
@@ -468,7 +484,7 @@ export async function run(args: string[]): Promise<void> {
         adapter: mode.adapter,
         n,
         rounds,
-        concurrencyPerHop: CONCURRENCY,
+        concurrencyPerHop: concurrencyOf(mode.queue),
         hops: 3,
         provider: `embedded-${mode.queue}`,
         msgsPerSec: Math.round(eng.msgsPerSec),
