@@ -2,10 +2,11 @@
  * The engine side of `pnpm bench peer N 1 file:pglite` alone (no BullMQ round), for the memory of the
  * default setup under a backlog:
  *
- *     node --conditions=factflow-source --import tsx bench/_memory-peer.ts [N]
+ *     node --conditions=factflow-source --import tsx bench/_memory-peer.ts [N] [concurrency]
  *
  * One warm-up round of 1000, then one round of N (default 20 000) on the embedded file queue and
- * PGlite lineage. Prints the round's figures (`peakRssMb` and `lineageLost` among them), the main
+ * PGlite lineage, each route running `concurrency` deliveries at once (default 16, a moderate
+ * setting; the peer bench's file modes run 256). Prints the round's figures (`peakRssMb` and `lineageLost` among them), the main
  * thread's peak `heapUsed`, and `process.memoryUsage()` when RSS peaked (`atPeakRss`; PGlite's worker
  * thread is in `rss` only).
  */
@@ -16,6 +17,7 @@ import { openLineageDatabase } from "@factflow/lineage";
 import { engineRound } from "./peer.js";
 
 const n = Number(process.argv[2] ?? 20_000);
+const concurrency = Number(process.argv[3] ?? 16);
 const dir = await mkdtemp(join(tmpdir(), "factflow-mem-peer-"));
 const db = await openLineageDatabase({ dataDir: dir });
 let peakHeap = 0;
@@ -27,13 +29,14 @@ const t = setInterval(() => {
 }, 100).unref();
 const mb = (x: number) => Math.round(x / 2 ** 20);
 try {
-  await engineRound(1000, db, { queue: "file", adapter: "passthrough" });
+  await engineRound(1000, db, { queue: "file", adapter: "passthrough", concurrency });
   atPeak = undefined;
-  const r = await engineRound(n, db, { queue: "file", adapter: "passthrough" });
+  const r = await engineRound(n, db, { queue: "file", adapter: "passthrough", concurrency });
   const p = atPeak as unknown as NodeJS.MemoryUsage;
   console.log(
     JSON.stringify({
       n,
+      concurrency,
       msgsPerSec: Math.round(r.msgsPerSec),
       peakHeapMb: mb(peakHeap),
       atPeakRss: {

@@ -314,7 +314,10 @@ class LineageDatabases {
 export async function engineRound(
   n: number,
   db: Pick<LineageDatabase, "lineage" | "executions">,
-  mode: Pick<EngineMode, "queue" | "adapter"> = { queue: "memory", adapter: "passthrough" },
+  mode: Pick<EngineMode, "queue" | "adapter"> & { concurrency?: number } = {
+    queue: "memory",
+    adapter: "passthrough",
+  },
 ): Promise<Round> {
   const journal =
     mode.queue === "file" ? await mkdtemp(join(tmpdir(), "factflow-bench-peer-queue-")) : undefined;
@@ -335,7 +338,7 @@ export async function engineRound(
     strictLineage: false,
   });
   try {
-    const config = await loadPipelineConfig(relayConfig(mode.adapter, concurrencyOf(mode.queue)), {
+    const config = await loadPipelineConfig(relayConfig(mode.adapter, mode.concurrency ?? concurrencyOf(mode.queue)), {
       registry: engine.registry,
     });
     const before = db.lineage.counters();
