@@ -338,7 +338,8 @@ export async function engineRound(
     strictLineage: false,
   });
   try {
-    const config = await loadPipelineConfig(relayConfig(mode.adapter, mode.concurrency ?? concurrencyOf(mode.queue)), {
+    const concurrency = mode.concurrency ?? concurrencyOf(mode.queue);
+    const config = await loadPipelineConfig(relayConfig(mode.adapter, concurrency), {
       registry: engine.registry,
     });
     const before = db.lineage.counters();
