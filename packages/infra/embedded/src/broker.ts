@@ -337,11 +337,6 @@ export class Broker {
     }
   }
 
-  /**
-   * True once the broker has worked for `SLICE_MS` without the event loop turning. A slice opens at
-   * the first pump and closes when a `setImmediate` scheduled then gets to run: if it has not run
-   * after `SLICE_MS`, nothing but microtasks has run since.
-   */
   /** Pumps `queue` again in the next turn of the event loop (once, however often asked). */
   #pumpLater(queue: PhysicalQueue): void {
     if (queue.pumpDeferred) return;
@@ -357,6 +352,11 @@ export class Broker {
     return performance.now() - this.#sliceStart > SLICE_MS;
   }
 
+  /**
+   * True once the broker has worked for `SLICE_MS` without the event loop turning. A slice opens at
+   * the first pump and closes when a `setImmediate` scheduled then gets to run: if it has not run
+   * after `SLICE_MS`, nothing but microtasks has run since.
+   */
   #mustYield(): boolean {
     const now = performance.now();
     if (!this.#sliceOpen) {
