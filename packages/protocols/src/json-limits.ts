@@ -37,6 +37,10 @@ interface Frame {
  * string or a key), or more than `maxNodes` values in all. Iterative, so hostile nesting cannot
  * overflow the stack; cycles (a YAML alias of its own parent) stop at the depth limit. Returns
  * `undefined` when the value is safe.
+ *
+ * Numbers, booleans and `null` cannot be hazards: they are counted, never given a frame of their own,
+ * so a large input (hundreds of thousands of items, checked before an execution starts) costs a
+ * frame per object, array and string only.
  */
 export function findJsonHazard(value: unknown, limits: JsonHazardLimits = {}): JsonHazard | undefined {
   const maxDepth = limits.maxDepth ?? DEFAULT_MAX_JSON_DEPTH;
@@ -44,9 +48,7 @@ export function findJsonHazard(value: unknown, limits: JsonHazardLimits = {}): J
   const stack: Frame[] = [{ value, depth: 0, parent: undefined, key: undefined }];
   let visited = 0;
   for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {
-    if (++visited > maxNodes) {
-      return { path: "$", kind: "size", message: `holds more than ${maxNodes} values; send less` };
-    }
+    if (++visited > maxNodes) return tooMany(maxNodes);
     const current = frame.value;
     if (typeof current === "string") {
       const problem = stringProblem(current);
@@ -61,24 +63,43 @@ export function findJsonHazard(value: unknown, limits: JsonHazardLimits = {}): J
         message: `is nested more than ${maxDepth} levels deep; flatten it (the limit is ${maxDepth})`,
       };
     }
+    const depth = frame.depth + 1;
     if (Array.isArray(current)) {
-      for (let i = current.length - 1; i >= 0; i--)
-        stack.push({ value: current[i], depth: frame.depth + 1, parent: frame, key: i });
+      for (let i = current.length - 1; i >= 0; i--) {
+        const member: unknown = current[i];
+        if (needsFrame(member)) stack.push({ value: member, depth, parent: frame, key: i });
+        else if (++visited > maxNodes) return tooMany(maxNodes);
+      }
       continue;
     }
-    for (const [key, member] of Object.entries(current)) {
+    const record = current as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
       const problem = stringProblem(key);
-      if (problem !== undefined)
-        return hazard({ value: key, depth: frame.depth + 1, parent: frame, key }, problem, "key");
-      stack.push({ value: member, depth: frame.depth + 1, parent: frame, key });
+      if (problem !== undefined) return hazard({ value: key, depth, parent: frame, key }, problem, "key");
+      const member = record[key];
+      if (needsFrame(member)) stack.push({ value: member, depth, parent: frame, key });
+      else if (++visited > maxNodes) return tooMany(maxNodes);
     }
   }
   return undefined;
 }
 
+/** Objects, arrays and strings are looked into; other values are safe as they are. */
+function needsFrame(value: unknown): boolean {
+  return typeof value === "string" || (typeof value === "object" && value !== null);
+}
+
+function tooMany(maxNodes: number): JsonHazard {
+  return { path: "$", kind: "size", message: `holds more than ${maxNodes} values; send less` };
+}
+
+/** `String.prototype.isWellFormed` (Node 20), which TypeScript's ES2023 library does not declare. */
+const isWellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWellFormed;
+
 function stringProblem(text: string): JsonHazard["kind"] | undefined {
   if (text.includes("\u0000")) return "nul";
-  return LONE_SURROGATE.test(text) ? "surrogate" : undefined;
+  const wellFormed = isWellFormed === undefined ? !LONE_SURROGATE.test(text) : isWellFormed.call(text);
+  return wellFormed ? undefined : "surrogate";
 }
 
 function hazard(frame: Frame, kind: JsonHazard["kind"], where: "key" | "value"): JsonHazard {

@@ -12,6 +12,9 @@ describe("findJsonHazard", () => {
     expect(findJsonHazard({ a: "\ud800" })).toMatchObject({ path: "$.a", kind: "surrogate" });
     expect(findJsonHazard({ a: "x\udc00" })).toMatchObject({ kind: "surrogate" });
     expect(findJsonHazard({ "odd key": "\udc00" })?.path).toBe('$["odd key"]');
+    // A lone half after a whole pair, and a pair in the wrong order, are still lone surrogates.
+    expect(findJsonHazard({ a: ["💩\ud800"] })).toMatchObject({ path: "$.a[0]", kind: "surrogate" });
+    expect(findJsonHazard(["\udca9\ud83d"])).toMatchObject({ path: "$[0]", kind: "surrogate" });
   });
 
   it("stops at the depth limit without recursion, whatever the nesting", () => {
