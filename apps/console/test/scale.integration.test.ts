@@ -138,6 +138,9 @@ describe.skipIf(missing !== undefined)(
       });
       // From another page: the question before a large tree is asked once per visit to an execution's trees.
       await page.goto(`${server.base}/ui/#/executions/${bigId}`);
+      // Both are changes of the hash alone: unless the execution page has rendered in between, the
+      // tree page never unmounts, and it keeps the answer to the question from the tree before.
+      await page.getByTestId("execution-page").waitFor();
       await page.goto(`${server.base}/ui/#/executions/${bigId}/lineage/${root}`);
       await page.getByTestId("load-tree").click();
       const summary = page.getByTestId("lineage-summary");
