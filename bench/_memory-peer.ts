@@ -6,9 +6,9 @@
  *
  * One warm-up round of 1000, then one round of N (default 20 000) on the embedded file queue and
  * PGlite lineage, each route running `concurrency` deliveries at once (default 16, a moderate
- * setting; the peer bench's file modes run 256). Prints the round's figures (`peakRssMb` and `lineageLost` among them), the main
- * thread's peak `heapUsed`, and `process.memoryUsage()` when RSS peaked (`atPeakRss`; PGlite's worker
- * thread is in `rss` only).
+ * setting; the peer bench's file modes run 256). Prints the round's figures (`peakRssMb` and
+ * `lineageLost` among them), the main thread's peak `heapUsed`, and `process.memoryUsage()` when RSS
+ * peaked (`atPeakRss`; PGlite's worker thread is in `rss` only).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Logger } from "@factflow/protocols";
+import { type Logger, silentLogger } from "@factflow/protocols";
 import { loadSettings } from "@factflow/runtime";
 import { Hono } from "hono";
 import { afterAll, describe, expect, it } from "vitest";
@@ -25,16 +25,12 @@ routes:
 
 /** A logger that keeps the errors it is given. */
 function errorsLogger(errors: string[]): Logger {
-  const quiet = () => {};
-  return {
-    debug: quiet,
-    info: quiet,
-    warn: quiet,
+  const logger: Logger = {
+    ...silentLogger,
     error: (message, fields) => errors.push(`${message} ${JSON.stringify(fields ?? {})}`),
-    child() {
-      return this;
-    },
+    child: () => logger,
   };
+  return logger;
 }
 
 describe("a request to a server that is shutting down", () => {

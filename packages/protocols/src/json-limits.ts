@@ -21,9 +21,6 @@ export interface JsonHazard {
   readonly message: string;
 }
 
-// A high surrogate not followed by a low one, or a low one not preceded by a high one.
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 interface Frame {
   readonly value: unknown;
   readonly depth: number;
@@ -93,13 +90,16 @@ function tooMany(maxNodes: number): JsonHazard {
   return { path: "$", kind: "size", message: `holds more than ${maxNodes} values; send less` };
 }
 
-/** `String.prototype.isWellFormed` (Node 20), which TypeScript's ES2023 library does not declare. */
-const isWellFormed = (String.prototype as { isWellFormed?: () => boolean }).isWellFormed;
+/**
+ * `String.prototype.isWellFormed` (every Node this project supports, 20 and later; TypeScript's
+ * ES2023 library does not declare it): false when the text holds a lone UTF-16 surrogate.
+ */
+const isWellFormed = (String.prototype as unknown as { isWellFormed: (this: string) => boolean })
+  .isWellFormed;
 
 function stringProblem(text: string): JsonHazard["kind"] | undefined {
   if (text.includes("\u0000")) return "nul";
-  const wellFormed = isWellFormed === undefined ? !LONE_SURROGATE.test(text) : isWellFormed.call(text);
-  return wellFormed ? undefined : "surrogate";
+  return isWellFormed.call(text) ? undefined : "surrogate";
 }
 
 function hazard(frame: Frame, kind: JsonHazard["kind"], where: "key" | "value"): JsonHazard {
