@@ -42,8 +42,14 @@ export type SnapshotSource = () => Snapshot;
 /** How much of the log one read brings in when a paged-out message is read back. */
 const READ_AHEAD_BYTES = 256 * 1024;
 
-/** Logs smaller than this are never compacted early: replaying them costs next to nothing. */
+/** Logs smaller than this are never compacted while running: replaying them costs next to nothing. */
 const MIN_COMPACT_BYTES = 1024 * 1024;
+
+/**
+ * At close the floor is lower: a compaction mid-drain can leave a few hundred KB of acknowledgements
+ * behind it, and close is the one moment rewriting a tiny live set costs nobody anything.
+ */
+const MIN_COMPACT_BYTES_AT_CLOSE = 64 * 1024;
 
 /**
  * The file mode's journal: records are gathered for `groupCommitMs` (or until `groupCommitMaxBytes`),
@@ -378,13 +384,13 @@ export class FileJournal implements Journal {
    * Past `compactAfterBytes`, compact when at least half the log is dead. Below it, compact a log of
    * at least 1 MiB once it is almost all dead (16 times its live set): after an execution ends its
    * acknowledged messages are pure dead weight, and waiting for the big threshold kept tens of MB to
-   * be replayed at every start for one live message.
+   * be replayed at every start for one live message. At close the floor is 64 KiB.
    */
   #shouldCompact(closing = false): boolean {
     if (this.#closed && !closing) return false;
     const { logBytes } = this.stats;
     const big = logBytes > this.config.compactAfterBytes;
-    if (!big && logBytes <= MIN_COMPACT_BYTES) return false;
+    if (!big && logBytes <= (closing ? MIN_COMPACT_BYTES_AT_CLOSE : MIN_COMPACT_BYTES)) return false;
     const { liveBytes, liveCount } = this.snapshot();
     // What a compacted copy takes: each live message's record, with its copy.
     const live = 2 * (liveBytes + liveCount * 256);

@@ -280,6 +280,33 @@ describe("file mode", () => {
     expect((await second.admin.stats({ destination: "/queue/kept" })).depth).toBe(1);
   }, 120_000);
 
+  it("leaves a short log at close when what it holds is almost all dead, even below the running floor", async () => {
+    const first = await start();
+    const pad = "x".repeat(200);
+    await Promise.all(
+      Array.from({ length: 300 }, (_, i) => first.publish("/queue/done", { body: { i, pad } })),
+    );
+    await first.publish("/queue/kept", { body: { kept: true } });
+    let handled = 0;
+    await first.subscribe(
+      "/queue/done",
+      () => {
+        handled++;
+        return "ACKNOWLEDGED";
+      },
+      { subscription: "drain", concurrency: 16 },
+    );
+    await waitFor(() => handled === 300, "300 acknowledgements");
+    // Hundreds of KB: below the 1 MiB floor that compaction waits for while the queue runs.
+    expect(first.storeStats().logBytes).toBeGreaterThan(128 * 1024);
+    expect(first.storeStats().compactions).toBe(0);
+    await stop(first);
+    expect((await stat(join(dir.path, "queue.log"))).size).toBeLessThan(64 * 1024);
+    const second = await start();
+    expect(second.storeStats()).toMatchObject({ recoveredMessages: 1 });
+    expect((await second.admin.stats({ destination: "/queue/kept" })).depth).toBe(1);
+  });
+
   it("compacts the log so it stays bounded while messages flow, and recovers the live set from it", async () => {
     const p = await start({ compactAfterBytes: 16_384, groupCommitMs: 1 });
     await p.subscribe("/queue/flow", () => "ACKNOWLEDGED", { subscription: "s", concurrency: 8 });
