@@ -15,7 +15,8 @@ export interface LineageSqlRunner {
   /**
    * Copies `data`, a PostgreSQL binary COPY stream (`FORMAT binary`), into `target` (`table (column,
    * …)`), in one statement: the runner names the source (`STDIN` on PostgreSQL, `'/dev/blob'` on
-   * PGlite). Optional: a runner without it gets every batch as a multi-row upsert instead.
+   * PGlite). Optional: a runner without it gets every batch as a multi-row upsert instead. The runner
+   * owns `data` from then on (a worker-thread runner moves its memory away instead of copying it).
    */
   copy?(target: string, data: Uint8Array): Promise<void>;
   /**
@@ -230,8 +231,10 @@ export function createPgliteWorkerSqlRunner(client: PgliteWorkerClient): Lineage
       await afterCommit(sent);
     },
     async copy(target, data) {
+      // Read before the copy: the client moves `data` to its worker, which leaves it empty here.
+      const bytes = data.byteLength;
       await client.copy(pgliteCopy(target), data);
-      await afterCommit(data.byteLength);
+      await afterCommit(bytes);
     },
     reset() {},
     async close() {},

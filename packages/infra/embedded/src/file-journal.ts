@@ -348,7 +348,7 @@ export class FileJournal implements Journal {
       const base = this.stats.logBytes;
       for (const message of placed) message.logOffset += base;
       try {
-        await this.file.append(buffers.length === 1 ? (buffers[0] as Buffer) : Buffer.concat(buffers, size));
+        await this.file.append(buffers);
         if (this.config.fsync) await this.file.sync();
         this.stats.commits++;
         this.stats.logBytes += size;

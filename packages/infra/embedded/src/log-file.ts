@@ -8,7 +8,8 @@ import { dirname } from "node:path";
  * with one whose every operation completes when the test says so.
  */
 export interface LogFile {
-  append(data: Buffer): Promise<void>;
+  /** Appends `parts` in order, with one gathering write rather than a copy of them joined. */
+  append(parts: readonly Buffer[]): Promise<void>;
   /** `fdatasync`: what was appended survives power loss once this resolves. */
   sync(): Promise<void>;
   /**
@@ -36,12 +37,60 @@ export const nodeTimers: JournalTimers = {
   },
 };
 
-async function writeAll(handle: FileHandle, data: Buffer): Promise<void> {
-  let offset = 0;
-  while (offset < data.length) {
-    const { bytesWritten } = await handle.write(data, offset, data.length - offset, null);
-    offset += bytesWritten;
+/**
+ * Writes every byte of `parts`, in order. Small parts are joined (Node's `writev` costs about a
+ * microsecond per buffer on the event loop, more than copying a small record); a large one goes to
+ * `writev` as it is, since copying it would hold the event loop (30 ms for a 5 MB message).
+ */
+async function writeAll(handle: FileHandle, parts: readonly Buffer[]): Promise<void> {
+  let rest = gathered(parts);
+  while (rest.length > 0) {
+    const { bytesWritten } =
+      rest.length === 1
+        ? await handle.write(rest[0] as Buffer, 0, (rest[0] as Buffer).length, null)
+        : await handle.writev(rest as Buffer[], null);
+    rest = unwritten(rest, bytesWritten);
   }
+}
+
+/** A part at least this large is written as it is rather than copied into a joined buffer. */
+const UNJOINED_BYTES = 64 * 1024;
+
+/** `parts` with each run of small parts joined into one buffer. */
+function gathered(parts: readonly Buffer[]): Buffer[] {
+  const out: Buffer[] = [];
+  let run: Buffer[] = [];
+  let runBytes = 0;
+  const endRun = () => {
+    if (run.length === 1) out.push(run[0] as Buffer);
+    else if (run.length > 1) out.push(Buffer.concat(run, runBytes));
+    run = [];
+    runBytes = 0;
+  };
+  for (const part of parts) {
+    if (part.length >= UNJOINED_BYTES) {
+      endRun();
+      out.push(part);
+    } else {
+      run.push(part);
+      runBytes += part.length;
+    }
+  }
+  endRun();
+  return out;
+}
+
+/** What of `parts` is left after the first `written` bytes went out (a short write). */
+function unwritten(parts: readonly Buffer[], written: number): readonly Buffer[] {
+  let skip = written;
+  let index = 0;
+  while (index < parts.length && skip >= (parts[index] as Buffer).length) {
+    skip -= (parts[index] as Buffer).length;
+    index++;
+  }
+  if (index === parts.length) return [];
+  const first = (parts[index] as Buffer).subarray(skip);
+  return [first, ...parts.slice(index + 1)];
 }
 
 async function syncDirectory(path: string): Promise<void> {
@@ -88,13 +137,13 @@ export function nodeLogFile(path: string, initial: FileHandle): LogFile {
             (chunk.length % PARTS_PER_CLOCK_READ === 0 && performance.now() - sliceStart >= COMPACT_SLICE_MS)
           ) {
             // The write's completion comes back through the event loop: timers and I/O run first.
-            await writeAll(out, Buffer.concat(chunk, chunkBytes));
+            await writeAll(out, chunk);
             chunk = [];
             chunkBytes = 0;
             sliceStart = performance.now();
           }
         }
-        if (chunkBytes > 0) await writeAll(out, Buffer.concat(chunk, chunkBytes));
+        if (chunkBytes > 0) await writeAll(out, chunk);
         await out.datasync();
       } finally {
         await out.close();

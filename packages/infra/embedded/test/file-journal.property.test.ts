@@ -34,7 +34,8 @@ class ScheduledDisk implements LogFile {
   failNextAppend = false;
   constructor(private readonly s: fc.Scheduler) {}
 
-  append(data: Buffer): Promise<void> {
+  append(parts: readonly Buffer[]): Promise<void> {
+    const data = Buffer.concat(parts);
     return this.s.schedule(Promise.resolve(), "append").then(() => {
       if (this.failNextAppend) {
         this.failNextAppend = false;
