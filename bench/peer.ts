@@ -178,6 +178,12 @@ export interface Round {
  * A 100 ms timer running during a measurement: how late each firing was (event-loop stalls, e.g. a
  * database on the pipeline's thread). `stop` returns the worst and the 99th percentile, in ms.
  */
+/** `FACTFLOW_BENCH_TRACE_LATE_MS`: print every firing later than this to stderr (see bench/_late-stacks.ts). */
+const traceLateMs =
+  process.env.FACTFLOW_BENCH_TRACE_LATE_MS === undefined
+    ? undefined
+    : Number(process.env.FACTFLOW_BENCH_TRACE_LATE_MS);
+
 function watchTimer(): { stop(): { max: number; p99: number } } {
   const lateness: number[] = [];
   let due = performance.now() + 100;
@@ -186,6 +192,12 @@ function watchTimer(): { stop(): { max: number; p99: number } } {
     handle = setTimeout(() => {
       const now = performance.now();
       lateness.push(Math.max(0, now - due));
+      if (traceLateMs !== undefined && now - due > traceLateMs) {
+        // The monotonic clock of a `--cpu-prof` profile's timestamps, so bench/_late-stacks.ts can
+        // find what ran meanwhile.
+        const atUs = Number(process.hrtime.bigint() / 1000n);
+        process.stderr.write(`late ${JSON.stringify({ lateMs: Math.round(now - due), atUs })}\n`);
+      }
       due = now + 100;
       arm();
     }, 100);

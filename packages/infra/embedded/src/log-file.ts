@@ -43,12 +43,12 @@ export const nodeTimers: JournalTimers = {
  * `writev` as it is, since copying it would hold the event loop (30 ms for a 5 MB message).
  */
 async function writeAll(handle: FileHandle, parts: readonly Buffer[]): Promise<void> {
-  let rest = gathered(parts);
+  let rest: Buffer[] = gathered(parts);
   while (rest.length > 0) {
     const { bytesWritten } =
       rest.length === 1
         ? await handle.write(rest[0] as Buffer, 0, (rest[0] as Buffer).length, null)
-        : await handle.writev(rest as Buffer[], null);
+        : await handle.writev(rest);
     rest = unwritten(rest, bytesWritten);
   }
 }
@@ -81,7 +81,7 @@ function gathered(parts: readonly Buffer[]): Buffer[] {
 }
 
 /** What of `parts` is left after the first `written` bytes went out (a short write). */
-function unwritten(parts: readonly Buffer[], written: number): readonly Buffer[] {
+function unwritten(parts: readonly Buffer[], written: number): Buffer[] {
   let skip = written;
   let index = 0;
   while (index < parts.length && skip >= (parts[index] as Buffer).length) {
