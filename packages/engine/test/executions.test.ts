@@ -116,6 +116,19 @@ routes:
 });
 
 describe("OrchestratorManager and ExecutionService", () => {
+  it("refuses an input with a NUL deep in a large array, naming its path, and stores nothing", async () => {
+    const config = await loadPipelineConfig(TWO_STEP, { registry: h.engine.registry });
+    // Far more than one turn's worth of the hazard walk.
+    const items = Array.from({ length: 100_000 }, (_, i) => ({ i, name: `item ${i}` }));
+    (items[98_765] as { name: string }).name = "item\u0000";
+    const before = (await h.db.executions.listExecutions()).total;
+    await expect(h.engine.service.create({ config, input: { tag: "N", items } })).rejects.toMatchObject({
+      code: "invalid_message",
+      message: expect.stringContaining("$.items[98765].name contains a NUL character"),
+    });
+    expect((await h.db.executions.listExecutions()).total).toBe(before);
+  });
+
   it("caps concurrent executions with TooManyConcurrentExecutionsError, and frees the slot on cancel", async () => {
     blocks.released = false;
     const config = await loadPipelineConfig(

@@ -44,7 +44,7 @@ export type { DeadLetterReason } from "./headers.js";
 export { Headers } from "./headers.js";
 export type { JsonObject, JsonValue } from "./json.js";
 export { findNonJson } from "./json.js";
-export { DEFAULT_MAX_JSON_DEPTH, findJsonHazard } from "./json-limits.js";
+export { DEFAULT_MAX_JSON_DEPTH, findJsonHazard, JsonHazardWalk } from "./json-limits.js";
 export type {
   LineageCounters,
   LineageErrorInfo,

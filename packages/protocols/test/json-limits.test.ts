@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { findJsonHazard } from "../src/index.js";
+import { findJsonHazard, JsonHazardWalk } from "../src/index.js";
 
 describe("findJsonHazard", () => {
   it("accepts plain JSON, including well-formed astral characters", () => {
@@ -35,5 +35,42 @@ describe("findJsonHazard", () => {
     const wide = Array.from({ length: 100 }, () => shared);
     expect(findJsonHazard(wide, { maxNodes: 5000 })).toMatchObject({ kind: "size" });
     expect(findJsonHazard(wide, { maxNodes: 20_000 })).toBeUndefined();
+  });
+});
+
+describe("JsonHazardWalk", () => {
+  /** Walks `value` `values` at a time; returns how many calls it took and what it found. */
+  function walkInSteps(value: unknown, values: number, limits = {}) {
+    const walk = new JsonHazardWalk(value, limits);
+    let calls = 1;
+    while (!walk.advance(values)) calls++;
+    return { calls, hazard: walk.hazard };
+  }
+
+  it("finds in small steps exactly what findJsonHazard finds in one", () => {
+    const items = Array.from({ length: 5000 }, (_, index) => ({ index, name: `item ${index}` }));
+    const safe = walkInSteps({ items }, 100);
+    expect(safe.hazard).toBeUndefined();
+    // 5000 objects of two values each, 100 values a call.
+    expect(safe.calls).toBeGreaterThan(140);
+
+    const late = structuredClone(items);
+    (late[4321] as { name: string }).name = "bad\u0000";
+    const found = walkInSteps({ items: late }, 100);
+    expect(found.hazard).toEqual(findJsonHazard({ items: late }));
+    expect(found.hazard).toMatchObject({ kind: "nul", path: "$.items[4321].name" });
+
+    const wide = Array.from({ length: 100 }, () => Array.from({ length: 100 }, () => 1));
+    expect(walkInSteps(wide, 7, { maxNodes: 5000 }).hazard).toMatchObject({ kind: "size" });
+    expect(walkInSteps(wide, 7, { maxNodes: 20_000 }).hazard).toBeUndefined();
+  });
+
+  it("ends at once after a hazard and stays ended", () => {
+    const walk = new JsonHazardWalk(["ok", "\ud800", ...Array.from({ length: 1000 }, () => "x")]);
+    expect(walk.advance(1)).toBe(false);
+    expect(walk.advance(2)).toBe(true);
+    expect(walk.hazard).toMatchObject({ kind: "surrogate", path: "$[1]" });
+    expect(walk.advance(10)).toBe(true);
+    expect(walk.hazard).toMatchObject({ path: "$[1]" });
   });
 });

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import {
   type ExecutionRecord,
-  findJsonHazard,
+  JsonHazardWalk,
   type JsonValue,
   type PipelineConfig,
   PipelineError,
@@ -20,6 +20,12 @@ import { publishReseed, type ReseedMessage } from "./reseed.js";
 
 /** Bytes of an init message's encoding kept for its headers (ids, attempt, execution, trace). */
 const INIT_HEADER_ROOM = 4096;
+
+/**
+ * Values of an execution input checked per turn of the event loop: under a millisecond once the walk
+ * is compiled, 10–20 ms before (a 5 MB input of 300 000 items holds 600 000 values).
+ */
+const HAZARD_VALUES_PER_TURN = 32_768;
 
 export interface OrchestratorManagerOptions extends OrchestratorServices {
   /** Executions running at once in this process. @default 10 */
@@ -112,13 +118,15 @@ export class OrchestratorManager {
   /**
    * Refuses an init message the provider could never carry (or a database could never store) before
    * any execution row is written, so a refused start leaves nothing behind. Returns the input as JSON
-   * text (undefined without an input), which the execution's row then stores as it is. Walking the
-   * input and serialising it each hold the thread for tens of milliseconds at 5 MB of JSON, so a turn
-   * of the event loop separates them.
+   * text (undefined without an input), which the execution's row then stores as it is. Walking a
+   * 5 MB input takes tens of milliseconds, so it goes {@link HAZARD_VALUES_PER_TURN} values per turn
+   * of the event loop; serialising it gets a turn of its own.
    */
   async checkInput(input: JsonValue | null | undefined): Promise<string | undefined> {
     if (input === null || input === undefined) return undefined;
-    const hazard = findJsonHazard(input);
+    const walk = new JsonHazardWalk(input);
+    while (!walk.advance(HAZARD_VALUES_PER_TURN)) await nextTurn();
+    const hazard = walk.hazard;
     if (hazard !== undefined) {
       throw new PipelineError(
         "invalid_message",
