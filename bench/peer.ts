@@ -174,16 +174,16 @@ export interface Round {
   extra?: Record<string, number>;
 }
 
-/**
- * A 100 ms timer running during a measurement: how late each firing was (event-loop stalls, e.g. a
- * database on the pipeline's thread). `stop` returns the worst and the 99th percentile, in ms.
- */
 /** `FACTFLOW_BENCH_TRACE_LATE_MS`: print every firing later than this to stderr (see bench/_late-stacks.ts). */
 const traceLateMs =
   process.env.FACTFLOW_BENCH_TRACE_LATE_MS === undefined
     ? undefined
     : Number(process.env.FACTFLOW_BENCH_TRACE_LATE_MS);
 
+/**
+ * A 100 ms timer running during a measurement: how late each firing was (event-loop stalls, e.g. a
+ * database on the pipeline's thread). `stop` returns the worst and the 99th percentile, in ms.
+ */
 function watchTimer(): { stop(): { max: number; p99: number } } {
   const lateness: number[] = [];
   let due = performance.now() + 100;

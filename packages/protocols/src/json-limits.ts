@@ -62,8 +62,6 @@ export function findJsonHazard(value: unknown, limits: JsonHazardLimits = {}): J
  */
 export class JsonHazardWalk {
   readonly #stack: Container[] = [];
-  #root: unknown;
-  #started = false;
   #visited = 0;
   readonly #maxDepth: number;
   readonly #maxNodes: number;
@@ -73,17 +71,12 @@ export class JsonHazardWalk {
   constructor(value: unknown, limits: JsonHazardLimits = {}) {
     this.#maxDepth = limits.maxDepth ?? DEFAULT_MAX_JSON_DEPTH;
     this.#maxNodes = limits.maxNodes ?? Number.POSITIVE_INFINITY;
-    this.#root = value;
+    // The root alone: a string's check, or an object's or array's cursor.
+    this.hazard = this.#enter(value, { parent: undefined, key: undefined }, 0);
   }
 
   /** Looks at most `values` more values; true once the walk has ended. */
   advance(values: number): boolean {
-    if (!this.#started) {
-      this.#started = true;
-      const root = this.#root;
-      this.#root = undefined;
-      this.hazard = this.#enter(root, { parent: undefined, key: undefined }, 0);
-    }
     if (this.hazard === undefined) this.hazard = this.#walk(values);
     if (this.hazard !== undefined) this.#stack.length = 0;
     return this.#stack.length === 0;
