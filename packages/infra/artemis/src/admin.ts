@@ -24,9 +24,9 @@ import {
   BROKER_DEAD_LETTER_REASON,
   type BrokerDeadLetterQueue,
   brokerDeadLetterQueues,
-  countBrokerDeadLetters,
-  countMatching,
+  countAllBrokerDeadLetters,
   ORIGINAL_QUEUE_PROPERTY,
+  type QueueReader,
 } from "./broker-dead-letters.js";
 import type { ArtemisConfig } from "./config.js";
 import { deleteArtemisDestination } from "./delete-destination.js";
@@ -63,10 +63,6 @@ export interface AdminDeps {
   readonly buffered: (queue: string) => number;
 }
 
-function selectorFor(id: string): string {
-  return `${DLQ_ID_HEADER} = '${id.replaceAll("'", "''")}'`;
-}
-
 function sum(values: readonly number[]): number {
   return values.reduce((a, b) => a + b, 0);
 }
@@ -77,7 +73,9 @@ function sum(values: readonly number[]): number {
  * without acknowledging and then closing the consumer, which returns every message in its original
  * order (browse), and are moved or deleted by consuming with a selector on their id and
  * acknowledging only after the redriven copy has a RECEIPT. Admin operations of one provider run one
- * at a time.
+ * at a time. No count comes from the management operation `countMessages(filter)`, which Artemis
+ * answers from the first `management-browse-page-size` messages only (see `broker-dead-letters.ts`):
+ * a letter is found by reading its queue, so one behind 200 others is found too.
  *
  * Dead letters include the ones the broker itself moved to `DLQ.<address>` after its redelivery bound
  * (see `broker-dead-letters.ts`): counted in `dlqDepth`, listed after Factflow's own (reason
@@ -119,12 +117,12 @@ export class ArtemisAdmin implements QueueAdminProtocol {
 
   async stats(source: DeadLetterSource): Promise<DestinationStats> {
     const { target, queue, dlq, broker } = this.resolve(source);
-    const [figures, dlqFigures, brokerCounts] = await Promise.all([
+    const [figures, dlqFigures] = await Promise.all([
       this.deps.management.queueFigures(queue),
       this.deps.management.queueFigures(dlq),
-      countBrokerDeadLetters(this.deps.management, broker),
     ]);
     const own = dlqFigures.messageCount === 0 ? 0 : await this.countOwnDeadLetters(dlq);
+    const brokerCounts = await this.serial(() => countAllBrokerDeadLetters(this.reader(), broker));
     // Dead letters the broker moved on its own count too: they are as recoverable as Factflow's.
     const dlqDepth = own + sum(brokerCounts);
     return {
@@ -156,19 +154,22 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       const { dlq, broker } = this.resolve(source);
       // Only the page is kept: the letters before it are counted and dropped as they are read.
       const items: DeadLetter[] = [];
-      const own = await this.ownDeadLetters(dlq, undefined, async (message, index) => {
+      const own = await this.ownDeadLetters(dlq, async (message, index) => {
         if (index >= offset && index < offset + limit) items.push(toDeadLetter(message));
         return false;
       });
-      const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
+      const brokerCounts = await countAllBrokerDeadLetters(this.reader(), broker);
       const total = own + sum(brokerCounts);
       const end = Math.min(total, offset + limit);
       let index = own;
       const timeoutMs = this.deps.config.adminTimeoutMs;
       // Factflow's own dead letters first, then the broker's, each in queue order.
       for (const [i, place] of broker.entries()) {
+        if (index >= end) break;
+        // An empty place (often `DLQ.<address>`, which the broker makes on its first dead letter)
+        // is skipped, not taken for the end: the catch-all `DLQ` after it may hold letters.
         const wanted = Math.min(brokerCounts[i] ?? 0, end - index);
-        if (wanted <= 0) break;
+        if (wanted === 0) continue;
         await consumeQueue(
           this.deps.link,
           timeoutMs,
@@ -194,11 +195,11 @@ export class ArtemisAdmin implements QueueAdminProtocol {
    * by the id property (measured on 2.40: 200 groups' worth of 2,001 messages).
    */
   private countOwnDeadLetters(dlq: string): Promise<number> {
-    return this.serial(() => this.ownDeadLetters(dlq, undefined, async () => false));
+    return this.serial(() => this.ownDeadLetters(dlq, async () => false));
   }
 
   /**
-   * Reads Factflow's dead letters in `dlq` (those with `selector`, when given) in queue order and
+   * Reads Factflow's dead letters in `dlq`, the whole queue, in queue order and
    * hands the first copy of each to `settle` with its position among the letters; `settle` decides
    * whether that copy is acknowledged. Later copies of a dead letter are acknowledged, so they leave
    * the broker. Keeps only the identities seen; answers the number of dead letters. `windowBytes`
@@ -207,21 +208,18 @@ export class ArtemisAdmin implements QueueAdminProtocol {
    */
   private async ownDeadLetters(
     dlq: string,
-    selector: string | undefined,
     settle: (message: IMessage, index: number) => Promise<boolean>,
     windowBytes?: number,
   ): Promise<number> {
-    const stored =
-      selector === undefined
-        ? (await this.deps.management.queueFigures(dlq)).messageCount
-        : await countMatching(this.deps.management, dlq, selector);
+    await this.deps.management.flushQueue(dlq);
+    const stored = (await this.deps.management.queueFigures(dlq)).messageCount;
     if (stored === 0) return 0;
     const keys = new Set<string>();
     await consumeQueue(
       this.deps.link,
       this.deps.config.adminTimeoutMs,
       dlq,
-      selector,
+      undefined,
       stored,
       async (message) => {
         const key = keyOf(message.headers);
@@ -242,8 +240,8 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       // Each letter is copied, its copy confirmed (RECEIPT), then acknowledged: a crash leaves at most
       // one letter both redriven and still dead-lettered. The window keeps the broker from sending
       // the whole queue ahead of the acknowledgements.
-      let redriven = await this.ownDeadLetters(dlq, undefined, redrive, REDRIVE_WINDOW_BYTES);
-      const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
+      let redriven = await this.ownDeadLetters(dlq, redrive, REDRIVE_WINDOW_BYTES);
+      const brokerCounts = await countAllBrokerDeadLetters(this.reader(), broker);
       for (const [i, place] of broker.entries()) {
         const count = brokerCounts[i] ?? 0;
         if (count > 0)
@@ -282,20 +280,25 @@ export class ArtemisAdmin implements QueueAdminProtocol {
 
   /**
    * Settles the first of Factflow's dead letters with id `messageId` (its surplus copies go too);
-   * undefined when `dlq` holds none.
+   * undefined when `dlq` holds none. Reads the whole queue rather than consuming with a selector on
+   * the id: a selector consumer cannot tell that no further match will come, and the one count that
+   * could tell it, `countMessages(filter)`, misses letters (see `broker-dead-letters.ts`). Only the
+   * match waits on the network (its redrive's RECEIPT); every other letter is visited at once.
    */
   private async takeOwn(
     dlq: string,
     messageId: string,
     settle: (message: IMessage) => Promise<boolean>,
   ): Promise<boolean | undefined> {
+    let found = false;
     let done = false;
-    const letters = await this.ownDeadLetters(dlq, selectorFor(messageId), async (message) => {
-      if (done) return false;
+    await this.ownDeadLetters(dlq, async (message) => {
+      if (found || idOf(message.headers) !== messageId) return false;
+      found = true;
       done = await settle(message);
       return done;
     });
-    return letters === 0 ? undefined : done;
+    return found ? done : undefined;
   }
 
   /**
@@ -401,7 +404,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     messageId: string,
     settle: (message: IMessage) => Promise<boolean>,
   ): Promise<boolean> {
-    const counts = await countBrokerDeadLetters(this.deps.management, broker);
+    const counts = await countAllBrokerDeadLetters(this.reader(), broker);
     for (const [i, place] of broker.entries()) {
       const count = counts[i] ?? 0;
       if (count === 0) continue;
@@ -449,6 +452,14 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     return true;
   }
 
+  private reader(): QueueReader {
+    return {
+      link: this.deps.link,
+      management: this.deps.management,
+      timeoutMs: this.deps.config.adminTimeoutMs,
+    };
+  }
+
   private serial<T>(work: () => Promise<T>): Promise<T> {
     const run = this.tail.then(work, work);
     this.tail = run.catch(() => undefined);
@@ -475,10 +486,14 @@ export function depthAndInFlight(
   return { depth: ready + held - inFlight, inFlight };
 }
 
+/** The Factflow message id of a stored dead letter, read from its STOMP headers or properties. */
+function idOf(headers: Readonly<Record<string, string>>): string {
+  return headers[DLQ_ID_HEADER] ?? headers[Headers.messageId] ?? headers["message-id"] ?? "";
+}
+
 /** The identity of a stored dead letter (`deadLetterKey`), read from its STOMP headers or properties. */
 function keyOf(headers: Readonly<Record<string, string>>): string {
-  const id = headers[DLQ_ID_HEADER] ?? headers[Headers.messageId] ?? headers["message-id"] ?? "";
-  return deadLetterKey({ id, publishedAt: headers[PUBLISHED_AT_HEADER] });
+  return deadLetterKey({ id: idOf(headers), publishedAt: headers[PUBLISHED_AT_HEADER] });
 }
 
 function toDeadLetter(message: IMessage): DeadLetter {

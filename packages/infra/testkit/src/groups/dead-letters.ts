@@ -4,6 +4,13 @@ import { defineTest, type SuiteEnv } from "../harness.js";
 import { expectDeadLetter, expectDlqDepth } from "./settlement.js";
 import { publishAll, range } from "./util.js";
 
+/**
+ * Dead letters in the "deep" test: more than a broker's management page (Artemis answers
+ * `countMessages` and `listMessages` from the first `management-browse-page-size` messages, 200 by
+ * default), so an admin that counts or lists through such a call misses the letters after it.
+ */
+const DEEP_LETTERS = 250;
+
 export function registerDeadLetters(env: SuiteEnv): void {
   defineTest(env, "dead-letters", {
     title:
@@ -96,6 +103,56 @@ export function registerDeadLetters(env: SuiteEnv): void {
       expect(consumer.count(discardId), "a discarded message is gone for good").toBe(0);
       expect(await provider.admin.redriveAll(source), "redriveAll of an empty DLQ").toEqual({ redriven: 0 });
       await expectDlqDepth(h, provider, queue, 0);
+    },
+  });
+
+  defineTest(env, "dead-letters", {
+    title:
+      "a dead letter deep in a large dead-letter queue (past a broker's 200-message management page) is found, discarded and redriven",
+    // 250 letters dead-lettered and read whole by each admin call: seconds on a broker with slow confirms.
+    timeoutMs: 120_000,
+    body: async (h) => {
+      const provider = await h.provider();
+      const queue = h.queue("dlq-deep");
+      const source = { destination: queue };
+      const rejecter = collectDeliveries(() => ({ status: "REJECTED", reason: "conformance: deep" }));
+      const subscription = await h.subscribe(provider, queue, rejecter.handler, { subscription: "rejecter" });
+      // 50 publishes at a time: one after the other takes seconds on a broker with slow confirms.
+      for (let start = 0; start < DEEP_LETTERS; start += 50)
+        await Promise.all(range(50).map((n) => provider.publish(queue, { body: { n: start + n } })));
+      await h.deadLettersUntil(provider, source, DEEP_LETTERS, 60_000);
+      await subscription.unsubscribe();
+      const order = rejecter.deliveries.map((d) => d.id);
+      const discardId = order[DEEP_LETTERS - 20] as string;
+      const redriveId = order[DEEP_LETTERS - 10] as string;
+
+      expect(await provider.admin.discardOne(source, discardId), "discardOne of a deep dead letter").toEqual({
+        discarded: true,
+      });
+      expect(await provider.admin.discardOne(source, discardId), "it is gone").toEqual({ discarded: false });
+      const consumer = collectDeliveries();
+      await h.subscribe(provider, queue, consumer.handler, { subscription: "consumer" });
+      expect(await provider.admin.redriveOne(source, redriveId), "redriveOne of a deep dead letter").toEqual({
+        redriven: true,
+      });
+      await consumer.waitForIds([redriveId], {
+        status: "ACKNOWLEDGED",
+        timeoutMs: h.timing.deliveryTimeoutMs,
+      });
+      expect(await provider.admin.redriveOne(source, redriveId), "it is gone").toEqual({ redriven: false });
+
+      const left = order.filter((id) => id !== discardId && id !== redriveId);
+      const page = await provider.admin.browseDeadLetters(source, { offset: DEEP_LETTERS - 30, limit: 20 });
+      expect([page.total, page.items.map((l) => l.message.id)], "a deep page, in dead-letter order").toEqual([
+        left.length,
+        left.slice(DEEP_LETTERS - 30, DEEP_LETTERS - 10),
+      ]);
+      await expectDlqDepth(h, provider, queue, left.length);
+      await h.quiet();
+      expect(
+        consumer.deliveries.map((d) => d.id),
+        "only the redriven letter was delivered",
+      ).toEqual([redriveId]);
     },
   });
 
