@@ -117,6 +117,8 @@ export class ArtemisAdmin implements QueueAdminProtocol {
 
   async stats(source: DeadLetterSource): Promise<DestinationStats> {
     const { target, queue, dlq, broker } = this.resolve(source);
+    // Flushed first, so a message whose RECEIPT came before this call is counted.
+    await Promise.all([this.deps.management.flushQueue(queue), this.deps.management.flushQueue(dlq)]);
     const [figures, dlqFigures] = await Promise.all([
       this.deps.management.queueFigures(queue),
       this.deps.management.queueFigures(dlq),
@@ -359,6 +361,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
    */
   async purgeDestination(source: DeadLetterSource): Promise<PurgeDestinationResult> {
     const { target, queue } = this.resolve(source);
+    await this.deps.management.flushQueue(queue);
     if (!(await this.deps.management.queueFigures(queue)).exists)
       return { purged: 0, reason: `${target.destination} does not exist` };
     const removed = await this.deps.management.invoke(`queue.${queue}`, "removeMessages", [""]);

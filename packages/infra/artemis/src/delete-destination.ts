@@ -16,7 +16,9 @@ export interface DeletionTarget {
  * management `destroyQueue` operation (which also removes an address left without queues).
  * Retries on Artemis are scheduled messages in the queue itself, so there is no holding queue to
  * remove. Management has no "if empty" flag: the emptiness check and the destroy are two calls, and
- * Artemis itself refuses to destroy a queue that has consumers.
+ * Artemis itself refuses to destroy a queue that has consumers. Each count follows a flush of the
+ * queue (see `ManagementClient.flushQueue`), so a message or dead letter whose RECEIPT came before
+ * this call is counted: without it, `ifEmpty` could destroy a queue with a confirmed message in it.
  */
 export async function deleteArtemisDestination(
   management: ManagementClient,
@@ -25,6 +27,7 @@ export async function deleteArtemisDestination(
 ): Promise<DeleteDestinationResult> {
   const { describe, queue, dlq } = target;
   const keep = options.keepDeadLetters !== false;
+  await management.flushQueue(queue);
   const main = await management.queueFigures(queue);
   if (!main.exists) {
     // The source may be gone already with its dead letters kept: dropping them is still possible.
@@ -47,6 +50,7 @@ export async function deleteArtemisDestination(
   if (!(await management.destroyQueue(queue, !target.isSubscription))) {
     return { deleted: false, reason: `${describe}: queue "${queue}" does not exist` };
   }
+  await management.flushQueue(dlq);
   const dead = await management.queueFigures(dlq);
   if (!dead.exists) return { deleted: true, deadLettersKept: 0 };
   if (keep && dead.messageCount > 0) {
