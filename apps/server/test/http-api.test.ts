@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../src/app.js";
 import { OPERATIONS } from "../src/openapi.js";
-import { call, readSse, SAMPLE_DOCS, sectionsInArtefacts, startTestServer, waitFor } from "./helpers.js";
+import {
+  call,
+  EXAMPLE_DIR,
+  readSse,
+  SAMPLE_DOCS,
+  sectionsInArtefacts,
+  startTestServer,
+  waitFor,
+} from "./helpers.js";
 
 // One server (PGlite cold start is slow) with max_concurrent 1, driven over real HTTP.
 let ctx: Awaited<ReturnType<typeof startTestServer>>;
@@ -148,6 +156,15 @@ describe("configs", () => {
     expect(mismatch.status).toBe(422);
     expect(mismatch.body.error.code).toBe("config_invalid");
     expect(mismatch.body.error.issues[0].path).toBe("name");
+    // The sender's YAML is no file on the server: errors call it uploaded and show no server path.
+    const broken = await call(base, "POST", "/api/v1/configs/broken/versions", undefined, {
+      raw: "name: broken\ninit: { route: a }\nroutes:\n  a:\n    inbound: { queue: q }\n    adapters: [{ type: nosuch }]\n",
+      contentType: "application/yaml",
+    });
+    expect(broken.status).toBe(422);
+    expect(broken.body.error.message).toContain('pipeline config "(uploaded)" is invalid');
+    expect(broken.body.error.message).not.toContain(EXAMPLE_DIR);
+    expect(broken.body.error.message).toContain('unknown adapter "nosuch"');
   });
 });
 

@@ -358,9 +358,10 @@ export async function composeRuntime(settings: Settings, options: ComposeOptions
         leaseMs: cluster?.leaseMs,
       });
     }
-    const parseConfig = (source: string, path: string) =>
+    const parseConfig = (source: string, path: string, label?: string) =>
       loadPipelineConfig(source, {
         path,
+        ...(label === undefined ? {} : { label }),
         registry: engine.registry,
         maxRoutes: settings.config_max_routes,
         maxBytes: settings.config_max_bytes,

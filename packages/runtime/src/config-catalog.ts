@@ -8,7 +8,11 @@ import {
 } from "@factflow/protocols";
 
 /** Parses and validates pipeline YAML; `path` locates relative `adapter_modules`. Throws `ConfigError`. */
-export type ConfigParser = (source: string, path: string) => Promise<PipelineConfig>;
+/**
+ * Parses and validates a config's YAML. `path` anchors relative `adapter_modules`; `label`, when
+ * given, names the source in errors instead of `path` (an uploaded config is no file of its sender's).
+ */
+export type ConfigParser = (source: string, path: string, label?: string) => Promise<PipelineConfig>;
 
 /** One config as the API describes it. */
 export interface CatalogEntry {
@@ -153,7 +157,7 @@ export class ConfigCatalog {
 
   /** Validates YAML without storing it; throws `ConfigError` with every issue. */
   validate(source: string): Promise<PipelineConfig> {
-    return this.parse(source, join(this.dir, "uploaded.yaml"));
+    return this.parse(source, join(this.dir, "uploaded.yaml"), "(uploaded)");
   }
 
   /** Stores a new version of `name` (the YAML's own `name` must match). */

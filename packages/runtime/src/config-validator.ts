@@ -31,9 +31,10 @@ export function createConfigValidator(
     moduleAccess: moduleAccessOf(settings),
     ...(options.importModule === undefined ? {} : { importModule: options.importModule }),
   });
-  return (source: string, path: string): Promise<PipelineConfig> =>
+  return (source: string, path: string, label?: string): Promise<PipelineConfig> =>
     loadPipelineConfig(source, {
       path,
+      ...(label === undefined ? {} : { label }),
       registry,
       maxRoutes: settings.config_max_routes,
       maxBytes: settings.config_max_bytes,

@@ -98,7 +98,7 @@ export interface FactflowRuntime {
   /** Absent when nothing is shared with other processes (`lineage: memory`). */
   readonly ownership?: ProcessOwnership;
   /** Validates YAML (schema, adapters, `adapter_modules`) as the engine will run it. */
-  parseConfig(source: string, path: string): Promise<PipelineConfig>;
+  parseConfig(source: string, path: string, label?: string): Promise<PipelineConfig>;
   /** Stops executions, then closes provider and database. Idempotent. */
   close(): Promise<void>;
 }

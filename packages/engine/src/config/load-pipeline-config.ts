@@ -32,6 +32,11 @@ import { checkQueueCapabilities } from "./route-queue-options.js";
 export interface LoadPipelineConfigOptions {
   /** Path of the file the source came from: names it in errors and anchors relative `adapter_modules`. */
   readonly path?: string;
+  /**
+   * What errors call the source instead of `path`, for a source that is no file of the caller's:
+   * a config uploaded to a server, whose `path` is only where relative `adapter_modules` resolve.
+   */
+  readonly label?: string;
   /** Largest accepted source, in bytes. @default 1_048_576 */
   readonly maxBytes?: number;
   /** Most routes a config may declare. @default 1000 */
@@ -88,7 +93,8 @@ export async function loadPipelineConfig(
   source: string,
   options: LoadPipelineConfigOptions = {},
 ): Promise<PipelineConfig> {
-  const subject = `[factflow/engine] pipeline config${options.path === undefined ? "" : ` "${options.path}"`}`;
+  const named = options.label ?? options.path;
+  const subject = `[factflow/engine] pipeline config${named === undefined ? "" : ` "${named}"`}`;
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_CONFIG_BYTES;
   const size = Buffer.byteLength(source, "utf8");
   if (size > maxBytes) {
