@@ -71,8 +71,8 @@ function sum(values: readonly number[]): number {
  * The queue admin API over Artemis. Figures come from Artemis management operations invoked over
  * STOMP (see {@link ManagementClient}); dead letters are read by consuming the dead-letter queue
  * without acknowledging and then closing the consumer, which returns every message in its original
- * order (browse), and are moved or deleted by consuming with a selector on their id and
- * acknowledging only after the redriven copy has a RECEIPT. Admin operations of one provider run one
+ * order (browse), and are moved or deleted by consuming the queue and acknowledging a letter only
+ * after its redriven copy has a RECEIPT. Admin operations of one provider run one
  * at a time. No count comes from the management operation `countMessages(filter)`, which Artemis
  * answers from the first `management-browse-page-size` messages only (see `broker-dead-letters.ts`):
  * a letter is found by reading its queue, so one behind 200 others is found too.
