@@ -24,9 +24,8 @@ import {
   BROKER_DEAD_LETTER_REASON,
   type BrokerDeadLetterQueue,
   brokerDeadLetterQueues,
-  countAllBrokerDeadLetters,
+  countBrokerDeadLetters,
   ORIGINAL_QUEUE_PROPERTY,
-  type QueueReader,
 } from "./broker-dead-letters.js";
 import type { ArtemisConfig } from "./config.js";
 import { deleteArtemisDestination } from "./delete-destination.js";
@@ -124,7 +123,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       this.deps.management.queueFigures(dlq),
     ]);
     const own = dlqFigures.messageCount === 0 ? 0 : await this.countOwnDeadLetters(dlq);
-    const brokerCounts = await this.serial(() => countAllBrokerDeadLetters(this.reader(), broker));
+    const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
     // Dead letters the broker moved on its own count too: they are as recoverable as Factflow's.
     const dlqDepth = own + sum(brokerCounts);
     return {
@@ -160,7 +159,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
         if (index >= offset && index < offset + limit) items.push(toDeadLetter(message));
         return false;
       });
-      const brokerCounts = await countAllBrokerDeadLetters(this.reader(), broker);
+      const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
       const total = own + sum(brokerCounts);
       const end = Math.min(total, offset + limit);
       let index = own;
@@ -243,7 +242,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       // one letter both redriven and still dead-lettered. The window keeps the broker from sending
       // the whole queue ahead of the acknowledgements.
       let redriven = await this.ownDeadLetters(dlq, redrive, REDRIVE_WINDOW_BYTES);
-      const brokerCounts = await countAllBrokerDeadLetters(this.reader(), broker);
+      const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
       for (const [i, place] of broker.entries()) {
         const count = brokerCounts[i] ?? 0;
         if (count > 0)
@@ -407,7 +406,7 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     messageId: string,
     settle: (message: IMessage) => Promise<boolean>,
   ): Promise<boolean> {
-    const counts = await countAllBrokerDeadLetters(this.reader(), broker);
+    const counts = await countBrokerDeadLetters(this.deps.management, broker);
     for (const [i, place] of broker.entries()) {
       const count = counts[i] ?? 0;
       if (count === 0) continue;
@@ -453,14 +452,6 @@ export class ArtemisAdmin implements QueueAdminProtocol {
       `redrive ${envelope.id} to "${target.destination}"`,
     );
     return true;
-  }
-
-  private reader(): QueueReader {
-    return {
-      link: this.deps.link,
-      management: this.deps.management,
-      timeoutMs: this.deps.config.adminTimeoutMs,
-    };
   }
 
   private serial<T>(work: () => Promise<T>): Promise<T> {
