@@ -72,9 +72,10 @@ function sum(values: readonly number[]): number {
  * without acknowledging and then closing the consumer, which returns every message in its original
  * order (browse), and are moved or deleted by consuming the queue and acknowledging a letter only
  * after its redriven copy has a RECEIPT. Admin operations of one provider run one
- * at a time. No count comes from the management operation `countMessages(filter)`, which Artemis
- * answers from the first `management-browse-page-size` messages only (see `broker-dead-letters.ts`):
- * a letter is found by reading its queue, so one behind 200 others is found too.
+ * at a time. Factflow's own dead letters are never counted with the management operation
+ * `countMessages(filter)`, which Artemis answers from the first `management-browse-page-size`
+ * messages only (see `broker-dead-letters.ts`): a letter is found by reading its queue, so one behind
+ * 200 others is found too.
  *
  * Dead letters include the ones the broker itself moved to `DLQ.<address>` after its redelivery bound
  * (see `broker-dead-letters.ts`): counted in `dlqDepth`, listed after Factflow's own (reason
@@ -118,12 +119,12 @@ export class ArtemisAdmin implements QueueAdminProtocol {
     const { target, queue, dlq, broker } = this.resolve(source);
     // Flushed first, so a message whose RECEIPT came before this call is counted.
     await Promise.all([this.deps.management.flushQueue(queue), this.deps.management.flushQueue(dlq)]);
-    const [figures, dlqFigures] = await Promise.all([
+    const [figures, dlqFigures, brokerCounts] = await Promise.all([
       this.deps.management.queueFigures(queue),
       this.deps.management.queueFigures(dlq),
+      countBrokerDeadLetters(this.deps.management, broker),
     ]);
     const own = dlqFigures.messageCount === 0 ? 0 : await this.countOwnDeadLetters(dlq);
-    const brokerCounts = await countBrokerDeadLetters(this.deps.management, broker);
     // Dead letters the broker moved on its own count too: they are as recoverable as Factflow's.
     const dlqDepth = own + sum(brokerCounts);
     return {

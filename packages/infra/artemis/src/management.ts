@@ -77,11 +77,6 @@ export class ManagementClient {
   }
 
   /**
-   * Message, delivering and consumer counts of one queue (`listQueues` by name); zeros and
-   * `exists: false` for a queue that does not exist (yet). `heldCount` is what the queue's consumers
-   * really hold (see {@link QueueFigures}).
-   */
-  /**
    * Waits until `queue` has taken in every message the broker has confirmed to a sender. Artemis
    * sends a SEND's RECEIPT before the queue's executor has added the message, so a count taken right
    * after can miss it (measured on 2.40: 12 of 2,000 `listQueues` counts); `flushExecutor` runs that
@@ -95,6 +90,11 @@ export class ManagementClient {
     }
   }
 
+  /**
+   * Message, delivering and consumer counts of one queue (`listQueues` by name); zeros and
+   * `exists: false` for a queue that does not exist (yet). `heldCount` is what the queue's consumers
+   * really hold (see {@link QueueFigures}).
+   */
   async queueFigures(queue: string): Promise<QueueFigures> {
     const filter = JSON.stringify({ field: "name", operation: "EQUALS", value: queue });
     const answer = await this.invoke("broker", "listQueues", [filter, 1, 10]);
